@@ -1,0 +1,239 @@
+"""Replay reports: what the policy decided for each run, and how that compares with
+the label of a labelled case (``data/cases/README.md``).
+
+A run's ``verdict`` is the most severe action reached; ``first_intervention`` is the
+first decision with ``replan`` or a stronger action. Step indexes are 0-based into
+the run's input steps (step format) or its tool calls (chat traces).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from loopguard.decisions import Decision, GuardAction, VerdictKind
+
+#: Judgements of a labelled run.
+OK, PREMATURE, LATE, MISSED, FALSE_ALARM = "ok", "premature", "late", "missed", "false_alarm"
+
+
+@dataclass(frozen=True, slots=True)
+class ReportedDecision:
+    """One decision worth reporting (action above ``continue`` or verdict other than ``allow``).
+
+    ``step`` indexes the run's input steps, so the before-call and after-call
+    decisions of one step share it.
+    """
+
+    step: int
+    decision: Decision
+
+    @property
+    def action(self) -> GuardAction:
+        return self.decision.action
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"step", "phase", "tool", "action", "risk", "verdict", "rule", "signals"}``."""
+        decision = self.decision
+        return {
+            "step": self.step,
+            "phase": decision.phase,
+            "tool": decision.tool,
+            "action": decision.action.value,
+            "risk": round(decision.risk, 4),
+            "verdict": decision.verdict.kind.value,
+            "rule": decision.rule,
+            "signals": [signal.to_dict() for signal in decision.signals],
+        }
+
+
+def is_reported(decision: Decision) -> bool:
+    """True when a decision belongs in a report: it did more than let the run continue."""
+    return decision.action is not GuardAction.CONTINUE or decision.verdict.kind is not VerdictKind.ALLOW
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """A labelled run's expectation and how the replay compares with it.
+
+    ``judged`` is ``ok``, ``premature`` / ``late`` (a stuck run's first intervention
+    before / after ``acceptable_window``), ``missed`` (a stuck run with no
+    intervention) or ``false_alarm`` (a healthy run reached ``replan`` or worse).
+    """
+
+    label: str
+    acceptable_window: tuple[int, int] | None
+    judged: str
+
+    def to_dict(self) -> dict[str, Any]:
+        window = list(self.acceptable_window) if self.acceptable_window is not None else None
+        return {"label": self.label, "acceptable_window": window, "judged": self.judged}
+
+
+def _window(value: Any) -> tuple[int, int] | None:
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(bound, int) and not isinstance(bound, bool) for bound in value)
+    ):
+        return int(value[0]), int(value[1])
+    return None
+
+
+def judge(meta: dict[str, Any], first_intervention: int | None) -> Expected | None:
+    """Judge a run against its label (``None`` for unlabelled runs).
+
+    A stuck run without a usable window is ``ok`` whenever the guard intervened.
+    """
+    label = meta.get("label")
+    if not isinstance(label, str):
+        return None
+    window = _window(meta.get("acceptable_window"))
+    if label == "healthy":
+        judged = OK if first_intervention is None else FALSE_ALARM
+    elif first_intervention is None:
+        judged = MISSED
+    elif window is not None and first_intervention < window[0]:
+        judged = PREMATURE
+    elif window is not None and first_intervention > window[1]:
+        judged = LATE
+    else:
+        judged = OK
+    return Expected(label=label, acceptable_window=window, judged=judged)
+
+
+@dataclass(slots=True)
+class RunReport:
+    """What the policy decided for one run.
+
+    Attributes:
+        run_id: the run's id.
+        steps: number of input steps (steps of a step-format run, tool calls of a chat run).
+        tool_calls: number of tool calls.
+        decisions: the reported decisions in order.
+        error: why the run could not be read or replayed, else ``None``.
+        meta: the run's metadata from the trace (labels, reward, ...).
+        source: the file the run came from.
+    """
+
+    run_id: str
+    steps: int = 0
+    tool_calls: int = 0
+    decisions: list[ReportedDecision] = field(default_factory=list)
+    error: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None
+
+    @property
+    def verdict(self) -> GuardAction:
+        """The most severe action reached (``continue`` if nothing was reported)."""
+        return GuardAction.most_severe(*(entry.action for entry in self.decisions))
+
+    @property
+    def verdict_step(self) -> int | None:
+        """The step at which :attr:`verdict` was first reached, or ``None`` for ``continue``."""
+        verdict = self.verdict
+        if verdict is GuardAction.CONTINUE:
+            return None
+        return next(entry.step for entry in self.decisions if entry.action is verdict)
+
+    @property
+    def first_intervention(self) -> ReportedDecision | None:
+        """The first decision with ``replan`` or a stronger action."""
+        return next((entry for entry in self.decisions if entry.action.at_least(GuardAction.REPLAN)), None)
+
+    @property
+    def expected(self) -> Expected | None:
+        first = self.first_intervention
+        return judge(self.meta, first.step if first is not None else None)
+
+    def reasons(self) -> list[str]:
+        """The signal messages of the decision where the verdict was first reached, deduplicated."""
+        verdict = self.verdict
+        entry = next((entry for entry in self.decisions if entry.action is verdict), None)
+        if entry is None:
+            return []
+        messages = list(dict.fromkeys(signal.message for signal in entry.decision.signals))
+        if not messages and entry.decision.verdict.kind is not VerdictKind.ALLOW:
+            rule = entry.decision.rule or entry.decision.verdict.rule
+            messages.append(f"{entry.decision.verdict.kind.value} by {rule or 'policy'}")
+        return messages
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"run_id", "steps", "tool_calls", "verdict", "first_intervention": {"step",
+        "action"} | None, "decisions": [...], "error"}``, plus ``"expected"`` for labelled runs."""
+        first = self.first_intervention
+        data: dict[str, Any] = {
+            "run_id": self.run_id,
+            "steps": self.steps,
+            "tool_calls": self.tool_calls,
+            "verdict": self.verdict.value,
+            "first_intervention": {"step": first.step, "action": first.action.value} if first is not None else None,
+            "decisions": [entry.to_dict() for entry in self.decisions],
+            "error": self.error,
+        }
+        expected = self.expected
+        if expected is not None:
+            data["expected"] = expected.to_dict()
+        return data
+
+
+def summarize(reports: Iterable[RunReport]) -> dict[str, Any]:
+    """``{"runs", "errors", "verdicts": {action: count}, "intervened"}`` (plus ``"judged":
+    {judgement: count}`` when some runs are labelled). Runs with errors count only in
+    ``runs`` and ``errors``."""
+    reports = list(reports)
+    good = [report for report in reports if report.error is None]
+    verdicts = Counter(report.verdict.value for report in good)
+    summary: dict[str, Any] = {
+        "runs": len(reports),
+        "errors": len(reports) - len(good),
+        "verdicts": {action.value: verdicts.get(action.value, 0) for action in GuardAction},
+        "intervened": sum(1 for report in good if report.first_intervention is not None),
+    }
+    judged = Counter(expected.judged for report in good if (expected := report.expected) is not None)
+    if judged:
+        summary["judged"] = dict(sorted(judged.items()))
+    return summary
+
+
+def render_text(reports: list[RunReport]) -> str:
+    """A readable report: one line per run (id, verdict, step, judgement), the reasons
+    indented under it, then one summary line."""
+    lines: list[str] = []
+    width = min(max((len(report.run_id) for report in reports), default=0), 48)
+    labelled = any(report.expected is not None for report in reports)
+    for report in reports:
+        if report.error is not None:
+            lines.append(f"{report.run_id:<{width}}  ERROR     {report.error}")
+            continue
+        step = report.verdict_step
+        where = f"step {step}" if step is not None else ""
+        line = f"{report.run_id:<{width}}  {report.verdict.value:<8}  {where:<9}"
+        if labelled:
+            expected = report.expected
+            line += f"  {_judged_text(expected)}" if expected is not None else "  -"
+        lines.append(line.rstrip())
+        for reason in report.reasons():
+            lines.append(f"    - {reason}")
+    lines.append(summary_line(summarize(reports)))
+    return "\n".join(lines)
+
+
+def _judged_text(expected: Any) -> str:
+    window = expected.acceptable_window
+    detail = f"{expected.label}, window {window[0]}-{window[1]}" if window is not None else expected.label
+    return f"{expected.judged} ({detail})"
+
+
+def summary_line(summary: dict[str, Any]) -> str:
+    """E.g. ``7 runs: 3 stop, 1 warn, 3 continue; 3 intervened; 0 errors; judged: 6 ok, 1 late``."""
+    counts = [f"{count} {action}" for action, count in reversed(summary["verdicts"].items()) if count]
+    text = f"{summary['runs']} run{'s' if summary['runs'] != 1 else ''}"
+    text += f": {', '.join(counts)}" if counts else ""
+    text += f"; {summary['intervened']} intervened; {summary['errors']} error{'s' if summary['errors'] != 1 else ''}"
+    judged = summary.get("judged")
+    if judged:
+        text += "; judged: " + ", ".join(f"{count} {name}" for name, count in judged.items())
+    return text

@@ -1,0 +1,202 @@
+"""The simple step format (as in ``data/cases``).
+
+A run is ``{"run_id": ..., "steps": [...], ...other fields kept as meta}``. Each step
+is an object; these keys are read, first alias present wins:
+
+==========  ==============================================
+field       keys
+==========  ==============================================
+tool        ``tool``, ``tool_name``, ``name``
+arguments   ``args``, ``arguments``, ``input``, ``tool_input``
+output      ``output``, ``result``, ``observation``
+error       ``error``, ``is_error``, ``failed``
+caller      ``caller``, ``from``, ``from_agent``
+agent       ``agent``, ``agent_name``
+call id     ``id``, ``call_id``, ``tool_call_id``
+user text   ``user``, ``user_message``
+usage       ``usage`` (``input_tokens``/``prompt_tokens``, ``output_tokens``/``completion_tokens``, ``cost_usd``, ``model``)
+==========  ==============================================
+
+A step becomes, in this order: a user message (``user``), model usage (``usage``),
+a handoff caller → agent (``caller``), then a tool call and its result (``tool``).
+A step with neither ``tool`` nor ``caller`` but with an output is an agent message.
+``error`` may be a boolean, null (unknown) or a string (an error message: the call
+failed, and the string is the output when there is none). Other keys are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+from loopguard.calls import Handoff, ModelUsage, ToolCall, ToolResult
+from loopguard.traces.model import (
+    AgentMessage,
+    MalformedTrace,
+    ModelCall,
+    TraceHandoff,
+    TraceItem,
+    TraceRun,
+    TraceToolCall,
+    TraceToolResult,
+    UserMessage,
+    type_name,
+)
+
+TOOL_KEYS = ("tool", "tool_name", "name")
+ARGS_KEYS = ("args", "arguments", "input", "tool_input")
+OUTPUT_KEYS = ("output", "result", "observation")
+ERROR_KEYS = ("error", "is_error", "failed")
+CALLER_KEYS = ("caller", "from", "from_agent")
+AGENT_KEYS = ("agent", "agent_name")
+ID_KEYS = ("id", "call_id", "tool_call_id")
+USER_KEYS = ("user", "user_message")
+
+_ABSENT = object()
+
+
+def is_step(value: Any) -> bool:
+    """True when ``value`` looks like one step of this format."""
+    if not isinstance(value, dict) or "role" in value:
+        return False
+    return any(key in value for key in (*TOOL_KEYS, *CALLER_KEYS, *OUTPUT_KEYS, *AGENT_KEYS, *USER_KEYS))
+
+
+def _first(step: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, Any]:
+    for key in keys:
+        if key in step:
+            return key, step[key]
+    return keys[0], _ABSENT
+
+
+def _optional_text(step: Mapping[str, Any], keys: Sequence[str], location: str) -> str | None:
+    key, value = _first(step, keys)
+    if value is _ABSENT or value is None:
+        return None
+    if not isinstance(value, str):
+        raise MalformedTrace(location, f"{key!r} must be a string, got {type_name(value)}")
+    return value
+
+
+def _arguments(step: Mapping[str, Any], location: str) -> Any:
+    key, value = _first(step, ARGS_KEYS)
+    if value is _ABSENT or value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        # JSON text as chat traces carry it is kept as given; signature.parse_arguments reads it.
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return value
+    raise MalformedTrace(location, f"{key!r} must be an object, got {type_name(value)}")
+
+
+def _error_flag(step: Mapping[str, Any], location: str) -> tuple[bool | None, str | None]:
+    """The error flag and, when ``error`` holds a message, that message."""
+    key, value = _first(step, ERROR_KEYS)
+    if value is _ABSENT or value is None:
+        return None, None
+    if isinstance(value, bool):
+        return value, None
+    if isinstance(value, str):
+        return True, value
+    raise MalformedTrace(location, f"{key!r} must be a boolean or a message, got {type_name(value)}")
+
+
+def _usage(step: Mapping[str, Any], location: str) -> ModelUsage | None:
+    value = step.get("usage")
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise MalformedTrace(location, f"'usage' must be an object, got {type_name(value)}")
+    return usage_from(value, location)
+
+
+def usage_from(value: Mapping[str, Any], location: str) -> ModelUsage:
+    """Read token usage in either naming (``input_tokens`` or ``prompt_tokens``)."""
+
+    def count(*keys: str) -> int:
+        for key in keys:
+            number = value.get(key)
+            if number is None:
+                continue
+            if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
+                raise MalformedTrace(location, f"'usage.{key}' must be a non-negative number, got {type_name(number)}")
+            return int(number)
+        return 0
+
+    cost = value.get("cost_usd", value.get("cost"))
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
+        raise MalformedTrace(location, f"'usage.cost_usd' must be a number, got {type_name(cost)}")
+    model = value.get("model")
+    return ModelUsage(
+        input_tokens=count("input_tokens", "prompt_tokens"),
+        output_tokens=count("output_tokens", "completion_tokens"),
+        cost_usd=float(cost) if cost is not None else None,
+        model=model if isinstance(model, str) else None,
+    )
+
+
+def message_text(value: Any) -> str:
+    """Text of a message body: strings as they are, content-part lists joined, other values as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(part, dict) for part in value):
+        return "".join(str(part.get("text", "")) for part in value if part.get("text") is not None)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def parse_step(step: Any, index: int) -> list[TraceItem]:
+    """Translate one step into items; raises :class:`MalformedTrace` naming ``step {index}``."""
+    location = f"step {index}"
+    if not isinstance(step, dict):
+        raise MalformedTrace(location, f"must be an object, got {type_name(step)}")
+    items: list[TraceItem] = []
+    user = _optional_text(step, USER_KEYS, location)
+    if user is not None:
+        items.append(UserMessage(text=user, step=index))
+    usage = _usage(step, location)
+    if usage is not None:
+        items.append(ModelCall(usage=usage, step=index))
+
+    tool = _optional_text(step, TOOL_KEYS, location)
+    agent = _optional_text(step, AGENT_KEYS, location)
+    caller = _optional_text(step, CALLER_KEYS, location)
+    _, output = _first(step, OUTPUT_KEYS)
+    error, error_message = _error_flag(step, location)
+    if output is _ABSENT:
+        output = error_message
+
+    if caller is not None:
+        if agent is None:
+            raise MalformedTrace(location, f"a handoff from {caller!r} needs 'agent' (the agent receiving control)")
+        items.append(TraceHandoff(handoff=Handoff(agent=agent, caller=caller), step=index))
+    if tool is not None:
+        if not tool:
+            raise MalformedTrace(location, "'tool' must not be empty")
+        call_id = _optional_text(step, ID_KEYS, location)
+        call = ToolCall(name=tool, arguments=_arguments(step, location), id=call_id, agent=agent)
+        items.append(TraceToolCall(call=call, step=index))
+        items.append(TraceToolResult(call=call, result=ToolResult(output=output, error=error), step=index))
+    elif caller is None and output is not None:
+        items.append(AgentMessage(agent=agent, text=message_text(output), step=index))
+    elif not items:
+        raise MalformedTrace(location, "has no 'tool', 'caller', 'output' or 'user'")
+    return items
+
+
+def parse_steps(run: TraceRun, steps: Any) -> TraceRun:
+    """Fill ``run`` from a list of steps; raises :class:`MalformedTrace` on the first bad step."""
+    run.format = "steps"
+    if not isinstance(steps, list):
+        raise MalformedTrace(None, f"'steps' must be a list, got {type_name(steps)}")
+    run.steps = len(steps)
+    for index, step in enumerate(steps):
+        run.items.extend(parse_step(step, index))
+    return run
