@@ -1,0 +1,117 @@
+"""failure: the identical call failing with the identical error, by class of failure.
+
+Failures are classified by :func:`loopguard.observations.classify_failure`:
+*permanent* (401/403, invalid request, not found, schema errors) cannot change by
+retrying, so the ``attempts``-th identical one is a stop (``permanent_weight``);
+*retryable* (429, 503, timeouts) are healthy to retry and only count after
+``retryable_attempts``; anything else is *deterministic*: the ``attempts``-th
+identical failure is a replan, unless new information arrived between the failures
+(the agent tried something that might have fixed it), in which case it warns and
+escalates only if the next call brings nothing new either.
+
+Before a call runs, a call that has already failed identically ``attempts`` times is
+judged the same way, so the retry can be blocked.
+"""
+
+from __future__ import annotations
+
+from ..decisions import Signal
+from ..observations import PERMANENT, RETRYABLE
+from ..policy.schema import FailureDetector
+from .base import CallRecord, RunMemory, describe
+
+_SHAPES_PER_SIGNATURE = 8
+_WARNING_SCORE = 0.5
+
+
+class Failure:
+    name = "failure"
+
+    def __init__(self, config: FailureDetector) -> None:
+        self.config = config
+        self._armed_after: int | None = None  # index of a call whose repeated failure came after new information
+        self._armed_message = ""
+
+    def reconfigure(self, config: FailureDetector) -> None:
+        self.config = config
+
+    def _score(self, failure_class: str, count: int) -> float | None:
+        config = self.config
+        if failure_class == RETRYABLE:
+            return config.weight if count >= config.retryable_attempts else None
+        if count < config.attempts:
+            return None
+        return config.permanent_weight if failure_class == PERMANENT else config.weight
+
+    def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
+        if not self.config.enabled:
+            return None
+        stats = memory.signatures.get(record.signature.key)
+        if stats is None or stats.last_failure is None or not stats.failures:
+            return None
+        count = max(stats.failures.values())
+        score = self._score(stats.last_failure, count)
+        if score is None:
+            return None
+        return Signal(
+            detector=self.name,
+            kind=f"retry_of_{stats.last_failure}_failure",
+            score=score,
+            message=f"{describe(record)} already failed {count} times with the same error; retrying it unchanged will fail again",
+            evidence={"call": record.index, "failures": count, "class": stats.last_failure},
+        )
+
+    def result(self, record: CallRecord, memory: RunMemory, stale: bool) -> Signal | None:
+        observation = record.observation
+        assert observation is not None
+        stats = memory.stats(record.signature.key)
+        armed, self._armed_after = self._armed_after, None
+        if not observation.error:
+            stats.failures.clear()
+            stats.novel_at_failure.clear()
+            if armed == record.index - 1 and stale and self.config.enabled:
+                return Signal(
+                    detector=self.name,
+                    kind="repeated_failure",
+                    score=self.config.weight,
+                    message=self._armed_message + f"; {record.tool} after it brought nothing new",
+                    evidence={"call": record.index},
+                )
+            return None
+        shape = observation.shape
+        count = stats.failures.get(shape, 0) + 1
+        if shape not in stats.failures and len(stats.failures) >= _SHAPES_PER_SIGNATURE:
+            stats.failures.pop(next(iter(stats.failures)))
+        stats.failures[shape] = count
+        novel_then = stats.novel_at_failure.get(shape)
+        stats.novel_at_failure[shape] = memory.novel_results
+        if not self.config.enabled:
+            return None
+        failure_class = observation.failure_class or "deterministic"
+        score = self._score(failure_class, count)
+        if score is None:
+            if armed == record.index - 1:
+                return self._escalated(record)
+            return None
+        message = f"{describe(record)} failed {count} times with the same {failure_class} error: {_excerpt(observation.text)}"
+        evidence = {"call": record.index, "failures": count, "class": failure_class}
+        if failure_class == "deterministic" and novel_then is not None and memory.novel_results > novel_then:
+            # Something new happened between the failures: one more chance to show progress.
+            self._armed_after = record.index
+            self._armed_message = message
+            return Signal(self.name, "repeated_failure_after_change", min(score, _WARNING_SCORE), message, evidence)
+        return Signal(self.name, f"repeated_{failure_class}_failure", score, message, evidence)
+
+    def _escalated(self, record: CallRecord) -> Signal:
+        return Signal(
+            detector=self.name,
+            kind="repeated_failure",
+            score=self.config.weight,
+            message=self._armed_message + f"; {record.tool} after it failed too",
+            evidence={"call": record.index},
+        )
+
+
+def _excerpt(text: str, limit: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

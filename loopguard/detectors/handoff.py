@@ -1,0 +1,59 @@
+"""handoff: control passing around a closed cycle of agents again and again, with no work done.
+
+Keeps the sequence of agents holding control (consecutive duplicates collapsed, so a
+step that records both ``caller → agent`` and a transfer tool call is counted once).
+A signal fires when the newest transfers close the same cycle of 2..``max_cycle``
+distinct agents ``repeats`` times. A tool result that brings new information is work
+done, and clears the sequence.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..decisions import Signal
+from ..policy.schema import HandoffDetector
+
+
+class Handoff:
+    name = "handoff"
+
+    def __init__(self, config: HandoffDetector) -> None:
+        self.config = config
+        self._agents: deque[str] = deque(maxlen=config.max_cycle * config.repeats + 1)
+
+    def reconfigure(self, config: HandoffDetector) -> None:
+        self.config = config
+        self._agents = deque(self._agents, maxlen=config.max_cycle * config.repeats + 1)
+
+    def work_done(self) -> None:
+        self._agents.clear()
+
+    def transfer(self, agent: str, caller: str | None, step: int) -> Signal | None:
+        agents = self._agents
+        if agents and agents[-1] == agent:
+            return None  # already recorded (the same transfer seen from both sides)
+        if caller is not None and (not agents or agents[-1] != caller):
+            agents.append(caller)
+        agents.append(agent)
+        if not self.config.enabled:
+            return None
+        sequence = list(agents)
+        repeats = self.config.repeats
+        for period in range(2, self.config.max_cycle + 1):
+            span = period * repeats + 1
+            if span > len(sequence):
+                break
+            tail = sequence[-span:]
+            if len(set(tail[:period])) != period:
+                continue
+            if all(tail[index] == tail[index - period] for index in range(period, span)):
+                cycle = tail[: period + 1]
+                return Signal(
+                    detector=self.name,
+                    kind="handoff_cycle",
+                    score=self.config.weight,
+                    message=f"control went around {' → '.join(cycle)} {repeats} times with no work done",
+                    evidence={"step": step, "cycle": cycle, "repeats": repeats},
+                )
+        return None

@@ -1,0 +1,219 @@
+"""near_duplicate: calls that are the same in substance though not to the letter.
+
+Compares a pending call with the last ``window`` calls of the same tool:
+
+* **rewording / throwaway token**: the same keys and the same exact values, with
+  text arguments (several words) whose word sets overlap by at least
+  ``similarity`` (Jaccard) and throwaway parts (nonces, request ids, UUIDs,
+  timestamps, cache busters) ignored. ``repeats`` such calls make the signal.
+* **re-reading**: a range argument (offset/limit, start/end, page, view_range, …)
+  that lies inside ranges already read with otherwise equal arguments;
+  ``repeats - 1`` re-reads make the signal.
+* **pagination**: a range that advances. This is healthy alone, so it is reported
+  with a context score below every threshold; it only matters when it co-occurs
+  with no_progress (paging past the end of the data), through ``scoring.escalate``.
+
+Cost per call: O(window × arguments), independent of run length.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from ..decisions import Signal
+from ..policy.schema import NearDuplicateDetector
+from .base import BoundedMap, CallRecord, RunMemory, describe
+
+#: Score of the pagination context signal: below any sensible warn threshold on purpose.
+PAGINATION_SCORE = 0.3
+
+_THROWAWAY_KEYS = frozenset(
+    {
+        "nonce", "request_id", "requestid", "idempotency_key", "idempotencykey", "trace_id", "traceid", "span_id",
+        "timestamp", "ts", "time", "now", "cache_buster", "cachebuster", "cache_bust", "_t", "_", "rand", "random",
+        "seed", "uuid", "correlation_id", "correlationid", "client_request_id",
+    }
+)
+_VOLATILE_VALUE = re.compile(
+    r"^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{12,}|\d{10,}|"
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)$"
+)
+_WORD = re.compile(r"[a-z0-9]+")
+_STOPWORDS = frozenset(
+    "a an the of in on at to for from by with and or is are was were be what which who how when where why "
+    "please can could would should i me my we our you your it its this that these those do does did about into".split()
+)
+_RANGE_PAIRS = (
+    ("offset", "limit"),
+    ("start", "end"),
+    ("start_line", "end_line"),
+    ("line_start", "line_end"),
+    ("begin", "end"),
+    ("from", "to"),
+    ("start_index", "end_index"),
+    ("skip", "take"),
+    ("offset", "count"),
+)
+_RANGE_KEYS = frozenset(key for pair in _RANGE_PAIRS for key in pair) | {"page", "page_number", "pagenumber", "view_range", "range", "lines"}
+_LENGTH_KEYS = frozenset({"limit", "take", "count"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    signature: int
+    structure: tuple[Any, ...]
+    words: frozenset[str]
+    span: tuple[float, float] | None
+
+
+def _words(text: str) -> frozenset[str]:
+    words = set()
+    for word in _WORD.findall(text.lower()):
+        if word in _STOPWORDS or _VOLATILE_VALUE.match(word):
+            continue
+        if len(word) > 3 and word.endswith("s"):
+            word = word[:-1]
+        words.add(word)
+    return frozenset(words)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return float(value)
+    return None
+
+
+def _span(arguments: dict[str, Any]) -> tuple[float, float] | None:
+    lowered = {str(key).lower(): value for key, value in arguments.items()}
+    for low_key, high_key in _RANGE_PAIRS:
+        low, high = _number(lowered.get(low_key)), _number(lowered.get(high_key))
+        if low is not None and high is not None:
+            return (low, low + high) if high_key in _LENGTH_KEYS else (low, high)
+        if low is not None and high_key in _LENGTH_KEYS and high_key not in lowered:
+            return (low, low + 1)
+    for key in ("page", "page_number", "pagenumber"):
+        page = _number(lowered.get(key))
+        if page is not None:
+            return (page, page + 1)
+    for key in ("view_range", "range", "lines"):
+        value = lowered.get(key)
+        if isinstance(value, list) and len(value) == 2:
+            low, high = _number(value[0]), _number(value[1])
+            if low is not None and high is not None:
+                return (low, high)
+    return None
+
+
+def shape_of(record: CallRecord) -> _Shape:
+    arguments = record.signature.arguments
+    if not isinstance(arguments, dict):
+        return _Shape(record.signature.key, (record.tool, repr(arguments)[:200]), frozenset(), None)
+    span = _span(arguments)
+    exact: list[tuple[str, str]] = []
+    text_keys: list[str] = []
+    words: set[str] = set()
+    for key in sorted(arguments):
+        lowered = key.lower()
+        value = arguments[key]
+        if lowered in _THROWAWAY_KEYS or (span is not None and lowered in _RANGE_KEYS):
+            continue
+        if isinstance(value, str):
+            if _VOLATILE_VALUE.match(value.strip()):
+                continue
+            if len(value.split()) >= 2:
+                text_keys.append(key)
+                words |= _words(value)
+                continue
+        exact.append((key, repr(value)[:500]))
+    structure = (record.tool, tuple(exact), tuple(text_keys), span is not None)
+    return _Shape(record.signature.key, structure, frozenset(words), span)
+
+
+def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
+    if not left and not right:
+        return 1.0
+    return len(left & right) / len(left | right)
+
+
+class NearDuplicate:
+    name = "near_duplicate"
+
+    def __init__(self, config: NearDuplicateDetector) -> None:
+        self.config = config
+        self._recent: BoundedMap[str, deque[tuple[_Shape, bool]]] = BoundedMap(256)
+
+    def reconfigure(self, config: NearDuplicateDetector) -> None:
+        self.config = config
+
+    def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
+        shape = shape_of(record)
+        recent = self._recent.get(record.tool)
+        if recent is None or recent.maxlen != self.config.window:
+            recent = deque(recent or (), maxlen=self.config.window)
+            self._recent.put(record.tool, recent)
+        similar = 1
+        signatures = {shape.signature}
+        covered: list[tuple[float, float]] = []
+        rereads = 0
+        previous_span: tuple[float, float] | None = None
+        for earlier, was_reread in recent:
+            if earlier.structure != shape.structure:
+                continue
+            if shape.span is not None and earlier.span is not None:
+                covered.append(earlier.span)
+                rereads += was_reread
+                previous_span = earlier.span
+            elif _jaccard(earlier.words, shape.words) >= self.config.similarity:
+                similar += 1
+                signatures.add(earlier.signature)
+        reread = shape.span is not None and _inside(shape.span, covered)
+        recent.append((shape, reread))
+        if not self.config.enabled:
+            return None
+        if reread and rereads + 1 >= self.config.repeats - 1:
+            return Signal(
+                detector=self.name,
+                kind="reread_range",
+                score=self.config.weight,
+                message=f"{describe(record)} re-reads a range already read ({rereads + 1} re-reads)",
+                evidence={"call": record.index, "range": list(shape.span), "rereads": rereads + 1},
+            )
+        if similar >= self.config.repeats and len(signatures) >= 2:
+            return Signal(
+                detector=self.name,
+                kind="reworded_call",
+                score=self.config.weight,
+                message=f"{record.tool} is called {similar} times with arguments that differ only in wording or throwaway values",
+                evidence={"call": record.index, "similar_calls": similar},
+            )
+        if shape.span is not None and previous_span is not None and shape.span[0] >= previous_span[1] and not reread:
+            return Signal(
+                detector=self.name,
+                kind="pagination",
+                score=min(PAGINATION_SCORE, self.config.weight),
+                message=f"{record.tool} pages forward (range {shape.span[0]:g}–{shape.span[1]:g})",
+                evidence={"call": record.index, "range": list(shape.span)},
+            )
+        return None
+
+
+def _inside(span: tuple[float, float], covered: list[tuple[float, float]]) -> bool:
+    """True when ``span`` lies inside the union of ``covered`` ranges."""
+    if not covered:
+        return False
+    low, high = span
+    for start, end in sorted(covered):
+        if start > low:
+            return False
+        if end > low:
+            low = end
+        if low >= high:
+            return True
+    return low >= high

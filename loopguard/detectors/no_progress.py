@@ -1,0 +1,105 @@
+"""no_progress: results that bring nothing new.
+
+A result is *stale* when it is empty ("no results", ``[]``), when the same tool has
+already returned it (compared after normalising volatile parts, so "stored record
+7f02" and "stored record 7f03" are the same), or when it repeats a failure already
+seen. A result that reports a pending state (queued, running, ...) is a healthy poll
+and only counts as stale after ``poll_patience`` identical observations. The signal
+is active while the newest ``patience`` results in a row are stale; any new
+information ends it.
+"""
+
+from __future__ import annotations
+
+from ..decisions import Signal
+from ..policy.schema import NoProgressDetector
+from .base import BoundedMap, CallRecord, RunMemory
+
+_TOOLS_REMEMBERED = 256
+
+
+class NoProgress:
+    name = "no_progress"
+
+    def __init__(self, config: NoProgressDetector) -> None:
+        self.config = config
+        self._seen: BoundedMap[str, BoundedMap[int, None]] = BoundedMap(_TOOLS_REMEMBERED)
+
+    def reconfigure(self, config: NoProgressDetector) -> None:
+        self.config = config
+
+    def reset_turn(self, memory: RunMemory) -> None:
+        """A user message is new information: the streak starts again."""
+        memory.stale_streak = 0
+
+    def result(self, record: CallRecord, memory: RunMemory, environment: bool = True) -> tuple[Signal | None, bool]:
+        """Update the run memory with this result; return the signal (if active) and whether it was stale.
+
+        ``environment`` is False for the agent's own messages: they can be stale, but
+        they are not new information from the world (a failure retried after the agent
+        merely talked is still retried unchanged).
+        """
+        observation = record.observation
+        assert observation is not None
+        stats = memory.stats(record.signature.key)
+        seen = self._seen.get(record.tool)
+        if seen is None:
+            seen = BoundedMap(self.config.memory)
+            self._seen.put(record.tool, seen)
+        identity = observation.shape if observation.error else observation.fingerprint
+        repeated_output = identity in seen
+
+        kind = "same_output"
+        if observation.error:
+            stale = repeated_output
+            kind = "same_failure"
+        elif observation.pending:
+            if stats.last_fingerprint == observation.fingerprint:
+                stats.identical_pending += 1
+            else:
+                stats.identical_pending = 1
+            patience = record.pending_patience or self.config.poll_patience
+            stale = stats.identical_pending > patience
+            kind = "stalled_poll"
+        elif observation.empty:
+            stale = True
+            kind = "empty_result"
+        else:
+            stale = repeated_output
+        if not observation.pending:
+            stats.identical_pending = 0
+
+        stats.advancing = (
+            not observation.error
+            and not observation.empty
+            and stats.last_fingerprint is not None
+            and stats.last_fingerprint != observation.fingerprint
+        )
+        stats.last_fingerprint = observation.fingerprint
+        stats.last_failure = observation.failure_class
+        stats.results += 1
+        seen.put(identity, None)
+
+        if stale:
+            memory.stale_streak += 1
+        else:
+            memory.stale_streak = 0
+            if not observation.error and environment:
+                memory.novel_results += 1
+
+        if not self.config.enabled or memory.stale_streak < self.config.patience:
+            return None, stale
+        what = {
+            "empty_result": "returned nothing",
+            "same_failure": "failed the same way as before",
+            "stalled_poll": "reported the same pending state",
+            "same_output": "returned what it had returned before",
+        }[kind]
+        signal = Signal(
+            detector=self.name,
+            kind=kind,
+            score=self.config.weight,
+            message=f"{record.tool} {what}; the last {memory.stale_streak} results brought nothing new",
+            evidence={"call": record.index, "stale_results": memory.stale_streak},
+        )
+        return signal, stale

@@ -1,0 +1,65 @@
+"""repeat: the same call (same signature) again and again, consecutively or interleaved.
+
+Counts occurrences of the pending call's signature among the last ``window`` calls
+with a ring buffer and a counter, so the cost per call is O(1). A repeat whose
+results keep advancing (a poll that moves from queued to running to done) or whose
+latest result was a retryable failure (429, 503) is healthy and raises no signal.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+
+from ..decisions import Signal
+from ..policy.schema import RepeatDetector
+from .base import CallRecord, RunMemory, describe
+
+
+class Repeat:
+    name = "repeat"
+
+    def __init__(self, config: RepeatDetector) -> None:
+        self.config = config
+        self._window: deque[int] = deque()
+        self._counts: Counter[int] = Counter()
+
+    def reconfigure(self, config: RepeatDetector) -> None:
+        self.config = config
+        while len(self._window) > config.window:
+            self._evict()
+
+    def _evict(self) -> None:
+        old = self._window.popleft()
+        remaining = self._counts[old] - 1
+        if remaining:
+            self._counts[old] = remaining
+        else:
+            del self._counts[old]
+
+    def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
+        key = record.signature.key
+        earlier = self._counts.get(key, 0)
+        consecutive = bool(self._window) and all(item == key for item in list(self._window)[-(self.config.threshold - 1):])
+        self._window.append(key)
+        self._counts[key] += 1
+        if len(self._window) > self.config.window:
+            self._evict()
+        occurrences = earlier + 1
+        if not self.config.enabled or occurrences < self.config.threshold:
+            return None
+        stats = memory.signatures.get(key)
+        if stats is not None and (stats.advancing or stats.last_failure == "retryable"):
+            return None
+        kind = "identical_call" if consecutive else "interleaved_repeat"
+        return Signal(
+            detector=self.name,
+            kind=kind,
+            score=self.config.weight,
+            message=f"{describe(record)} is called for the {_ordinal(occurrences)} time in the last {self.config.window} calls",
+            evidence={"call": record.index, "occurrences": occurrences, "window": self.config.window},
+        )
+
+
+def _ordinal(number: int) -> str:
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"

@@ -1,0 +1,203 @@
+"""Validated policy model → :class:`CompiledPolicy`, immutable and thread-safe.
+
+The compiled policy is read-only data: tool-trait and rule look-ups are precompiled
+(globs become one regular expression each, expressions are parsed once) and it
+holds no run state, so many sessions on many threads may share one, and a policy
+store can swap a new revision in with one reference assignment.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..decisions import GuardAction
+from .expressions import CompiledCondition, CompiledMatch, compile_condition, compile_match
+from .schema import Budget, Budgets, Detectors, Policy, Pricing, Rule, Scoring, Thresholds, ToolTraits
+
+
+def is_glob(pattern: str) -> bool:
+    return any(char in pattern for char in "*?[")
+
+
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    """Compile a tool-name glob (fnmatch syntax, case-sensitive). Raises ``re.error`` on a bad glob."""
+    if pattern.count("[") != pattern.count("]"):
+        raise re.error(f"unbalanced brackets in glob {pattern!r}")
+    return re.compile(fnmatch.translate(pattern))
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """One rule with its tool glob and expressions compiled."""
+
+    id: str
+    index: int
+    tool: str
+    verdict: str
+    spec: Rule
+    tool_pattern: re.Pattern[str] = field(repr=False)
+    match: CompiledMatch | None = None
+    when: CompiledCondition | None = None
+
+    def applies_to(self, tool: str) -> bool:
+        return self.tool_pattern.fullmatch(tool) is not None
+
+
+class _NameTable:
+    """Exact names first, then globs in file order; answers are memoised per tool name.
+
+    The memo is a cache of a pure function of the (immutable) policy, not run state.
+    """
+
+    def __init__(self, entries: list[tuple[str, Any]]) -> None:
+        self._exact = {key: value for key, value in entries if not is_glob(key)}
+        self._globs = [(compile_glob(key), key, value) for key, value in entries if is_glob(key)]
+        self._memo: dict[str, tuple[tuple[str, Any], ...]] = {}
+
+    def all_for(self, name: str) -> tuple[tuple[str, Any], ...]:
+        found = self._memo.get(name)
+        if found is None:
+            matches: list[tuple[str, Any]] = []
+            if name in self._exact:
+                matches.append((name, self._exact[name]))
+            matches.extend((key, value) for pattern, key, value in self._globs if pattern.fullmatch(name))
+            found = tuple(matches)
+            if len(self._memo) < 4096:
+                self._memo[name] = found
+        return found
+
+    def first_for(self, name: str) -> Any:
+        found = self.all_for(name)
+        return found[0][1] if found else None
+
+
+@dataclass(frozen=True)
+class CompiledPolicy:
+    """An effective (profile-merged), validated policy, ready to decide.
+
+    Attributes:
+        model: the validated effective policy.
+        source: where it came from (a path or ``builtin:NAME``).
+        profile: the profile applied, or ``None``.
+        revision: content hash (12 hex digits) of the effective policy; every decision records it.
+        rules: the compiled rules in file order.
+    """
+
+    model: Policy
+    source: str
+    profile: str | None
+    revision: str
+    rules: tuple[CompiledRule, ...]
+    _traits: _NameTable = field(repr=False, compare=False)
+    _tool_budgets: _NameTable = field(repr=False, compare=False)
+    _pricing: _NameTable = field(repr=False, compare=False)
+    _rules_memo: dict[str, tuple[CompiledRule, ...]] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def mode(self) -> str:
+        return self.model.mode
+
+    @property
+    def detectors(self) -> Detectors:
+        return self.model.detectors
+
+    @property
+    def scoring(self) -> Scoring:
+        return self.model.scoring
+
+    @property
+    def thresholds(self) -> Thresholds:
+        return self.model.thresholds
+
+    @property
+    def budgets(self) -> Budgets:
+        return self.model.budgets
+
+    def tool_traits(self, tool: str) -> ToolTraits | None:
+        """Traits of ``tool``: an exact key wins, else the first matching glob in file order."""
+        return self._traits.first_for(tool)
+
+    def rules_for(self, tool: str) -> tuple[CompiledRule, ...]:
+        """The rules whose ``tool`` matches, in file order."""
+        found = self._rules_memo.get(tool)
+        if found is None:
+            found = tuple(rule for rule in self.rules if rule.applies_to(tool))
+            if len(self._rules_memo) < 4096:
+                self._rules_memo[tool] = found
+        return found
+
+    def tool_budgets(self, tool: str) -> tuple[tuple[str, Budget], ...]:
+        """The per-tool budgets (key, budget) that apply to ``tool``."""
+        return self._tool_budgets.all_for(tool)
+
+    def price(self, model_name: str) -> Pricing | None:
+        """USD per million tokens for ``model_name``, or ``None`` if the policy has no price."""
+        return self._pricing.first_for(model_name)
+
+    def action_for(self, risk: float) -> GuardAction:
+        """Map a risk (0..1) to the action whose threshold it reaches."""
+        thresholds = self.model.thresholds
+        if risk >= thresholds.stop:
+            return GuardAction.STOP
+        if risk >= thresholds.pause:
+            return GuardAction.PAUSE
+        if risk >= thresholds.replan:
+            return GuardAction.REPLAN
+        if risk >= thresholds.warn:
+            return GuardAction.WARN
+        return GuardAction.CONTINUE
+
+    def effective(self) -> dict[str, Any]:
+        """The effective policy as plain data (what ``loopguard explain`` prints)."""
+        return effective_data(self.model)
+
+
+def effective_data(model: Policy) -> dict[str, Any]:
+    data = model.model_dump(mode="json", exclude={"profiles", "extends"})
+    return data
+
+
+def revision_of(model: Policy) -> str:
+    """Content hash of the effective policy: equal policies have equal revisions."""
+    text = json.dumps(effective_data(model), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def compile_rule(rule: Rule, index: int) -> CompiledRule:
+    """Compile one rule. Raises ``re.error`` (bad glob) or ``ExpressionError`` (bad expression)."""
+    return CompiledRule(
+        id=rule.id,
+        index=index,
+        tool=rule.tool,
+        verdict=rule.verdict,
+        spec=rule,
+        tool_pattern=compile_glob(rule.tool),
+        match=compile_match(rule.match) if rule.match else None,
+        when=compile_condition(rule.when) if rule.when else None,
+    )
+
+
+def compile_policy(model: Policy, source: str = "<memory>", profile: str | None = None) -> CompiledPolicy:
+    """Compile a validated effective policy.
+
+    Raises:
+        re.error: a tool glob does not compile.
+        loopguard.policy.expressions.ExpressionError: a ``match`` or ``when`` expression does not compile.
+    The loader (:mod:`loopguard.policy.load`) catches both and reports them with positions.
+    """
+    rules = tuple(compile_rule(rule, index) for index, rule in enumerate(model.rules))
+    return CompiledPolicy(
+        model=model,
+        source=source,
+        profile=profile,
+        revision=revision_of(model),
+        rules=rules,
+        _traits=_NameTable(list(model.tools.items())),
+        _tool_budgets=_NameTable(list(model.budgets.per_tool.items())),
+        _pricing=_NameTable(list(model.pricing.items())),
+    )

@@ -1,0 +1,197 @@
+"""The two expression languages of a policy, compiled once at load time.
+
+* ``match``: JMESPath (https://jmespath.org) over the pending call
+  ``{"tool": ..., "arguments": {...}, "id": ..., "agent": ...}``; the rule applies
+  when the result is truthy (JMESPath truthiness: not null, false, "", [] or {}).
+* ``when``: a simpleeval expression (https://github.com/danthedeckie/simpleeval)
+  over named run counters (``run.tool_calls``, ``turn.user_message``, ``tool.calls``,
+  ...); the rule applies when the result is true.
+
+A syntax error is an :class:`ExpressionError` carrying the 0-based character offset
+into the expression, so the loader can report file, line and column. Evaluation is
+sandboxed by simpleeval (no dunder attributes, no imports) with tighter bounds on
+exponentiation and string sizes than simpleeval's defaults.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Mapping
+
+import jmespath
+import jmespath.exceptions
+import simpleeval
+
+#: Largest exponent ``**`` may use in a condition.
+MAX_POWER = 1000
+#: Longest string (characters) a condition may build.
+MAX_STRING_LENGTH = 10_000
+
+
+class ExpressionError(ValueError):
+    """A policy expression that does not compile.
+
+    Attributes:
+        message: what is wrong.
+        offset: 0-based character offset of the problem in the expression, if known.
+    """
+
+    def __init__(self, message: str, offset: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+
+
+@dataclass(frozen=True)
+class CompiledMatch:
+    """A compiled JMESPath expression; :meth:`test` returns its truthiness."""
+
+    text: str
+    _compiled: Any = field(repr=False, compare=False)
+
+    def search(self, document: Mapping[str, Any]) -> Any:
+        return self._compiled.search(document)
+
+    def test(self, document: Mapping[str, Any]) -> bool:
+        """True when the expression's value is truthy (raises on evaluation errors)."""
+        value = self._compiled.search(document)
+        return value not in (None, False, "", [], {})
+
+
+def compile_match(text: str) -> CompiledMatch:
+    """Compile a JMESPath expression. Raises :class:`ExpressionError` with the offset."""
+    try:
+        return CompiledMatch(text, jmespath.compile(text))
+    except jmespath.exceptions.ParseError as error:
+        offset = getattr(error, "lex_position", None)
+        token = getattr(error, "token_value", None)
+        detail = f"unexpected {token!r}" if token not in (None, "") else "unexpected end of expression"
+        if getattr(error, "token_type", None) == "eof":
+            detail = "unexpected end of expression"
+        return _raise(f"invalid JMESPath: {detail}", offset)
+    except jmespath.exceptions.JMESPathError as error:
+        return _raise(f"invalid JMESPath: {error}", None)
+
+
+def _raise(message: str, offset: int | None) -> Any:
+    raise ExpressionError(message, offset)
+
+
+def _matches(text: Any, pattern: str) -> bool:
+    """matches(text, regex): case-insensitive regex search; False for non-text."""
+    if not isinstance(text, str):
+        return False
+    return _regex(pattern).search(text) is not None
+
+
+@lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def _contains(container: Any, item: Any) -> bool:
+    try:
+        return item in container
+    except TypeError:
+        return False
+
+
+#: Functions a ``when`` condition may call.
+CONDITION_FUNCTIONS: dict[str, Any] = {
+    "matches": _matches,
+    "contains": _contains,
+    "len": len,
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "round": round,
+    "lower": lambda text: text.lower() if isinstance(text, str) else text,
+}
+
+#: Names every condition sees besides the run counters.
+CONDITION_CONSTANTS: dict[str, Any] = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+
+
+@dataclass(frozen=True)
+class CompiledCondition:
+    """A parsed simpleeval expression; :meth:`test` evaluates it against named values."""
+
+    text: str
+    names: frozenset[str]
+    _tree: Any = field(repr=False, compare=False)
+
+    def evaluate(self, names: Mapping[str, Any]) -> Any:
+        evaluator = _Evaluator(names)
+        return evaluator.eval(self.text, previously_parsed=self._tree)
+
+    def test(self, names: Mapping[str, Any]) -> bool:
+        """True when the condition holds (raises on evaluation errors)."""
+        return bool(self.evaluate(names))
+
+
+class _Evaluator(simpleeval.SimpleEval):
+    def __init__(self, names: Mapping[str, Any]) -> None:
+        super().__init__(functions=CONDITION_FUNCTIONS, names={**CONDITION_CONSTANTS, **names})
+        self.operators = dict(self.operators)
+        self.operators[ast.Pow] = _bounded_power
+        self.operators[ast.Add] = _bounded_add
+        self.operators[ast.Mult] = _bounded_mult
+
+
+def _bounded_power(base: Any, exponent: Any) -> Any:
+    if isinstance(exponent, (int, float)) and abs(exponent) > MAX_POWER:
+        raise simpleeval.NumberTooHigh(f"exponent {exponent} is larger than {MAX_POWER}")
+    return base**exponent
+
+
+def _check_size(value: Any) -> Any:
+    if isinstance(value, (str, list, tuple)) and len(value) > MAX_STRING_LENGTH:
+        raise simpleeval.IterableTooLong(f"value longer than {MAX_STRING_LENGTH}")
+    return value
+
+
+def _bounded_add(left: Any, right: Any) -> Any:
+    return _check_size(left + right)
+
+
+def _bounded_mult(left: Any, right: Any) -> Any:
+    if isinstance(left, (str, list, tuple)) and isinstance(right, int) or isinstance(right, (str, list, tuple)) and isinstance(left, int):
+        size = len(left) * right if isinstance(left, (str, list, tuple)) else len(right) * left
+        if size > MAX_STRING_LENGTH:
+            raise simpleeval.IterableTooLong(f"value longer than {MAX_STRING_LENGTH}")
+    return left * right
+
+
+_ALLOWED_ROOTS = frozenset({"run", "turn", "tool", "call"}) | frozenset(CONDITION_CONSTANTS)
+
+
+def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS) -> CompiledCondition:
+    """Parse a simpleeval condition. Raises :class:`ExpressionError` with the offset.
+
+    Unknown root names (not ``run``, ``turn``, ``tool`` or ``call``) and unknown functions
+    are load errors too, so a typo never silently turns a rule off.
+    """
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as error:
+        offset = (error.offset - 1) if error.offset else None
+        return _raise(f"invalid condition: {error.msg}", offset)
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+            if node.id not in allowed_names and node.id not in CONDITION_FUNCTIONS:
+                known = ", ".join(sorted(n for n in allowed_names if n[0].islower() and n not in CONDITION_CONSTANTS))
+                return _raise(f"unknown name {node.id!r} in condition (known: {known})", node.col_offset)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in CONDITION_FUNCTIONS:
+            return _raise(
+                f"unknown function {node.func.id!r} in condition (known: {', '.join(sorted(CONDITION_FUNCTIONS))})",
+                node.func.col_offset,
+            )
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            return _raise(f"attribute {node.attr!r} is not allowed in a condition", node.col_offset)
+    parsed = simpleeval.SimpleEval().parse(text.strip())
+    return CompiledCondition(text, frozenset(names), parsed)

@@ -1,0 +1,441 @@
+"""Session: the mutable state the guard keeps for one run, and the decisions it makes.
+
+Data flows one way: an adapter (or the replayer) reports steps to a session; the
+session computes each call's signature once, asks the rules, the budgets and the
+detectors, combines their signals into a risk, and returns a :class:`Decision`.
+The compiled policy is read once per decision (so a decision is wholly evaluated
+against one revision) and holds no run state, so a policy swap loses nothing: the
+detectors keep their windows and the counters keep counting.
+
+Per-step cost is O(1) amortised and memory is bounded by the detector windows and
+the decision history (a ring buffer of ``history`` decisions; ``history=None``
+keeps all).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any, Callable, Iterable, Sequence
+
+from .calls import ModelUsage, ToolCall, ToolResult
+from .counters import Counters, check_budgets
+from .decisions import ALLOW, Decision, GuardAction, Signal, Verdict, VerdictKind
+from .detectors.base import CallRecord, RunMemory
+from .detectors.cycle import Cycle
+from .detectors.failure import Failure
+from .detectors.handoff import Handoff
+from .detectors.near_duplicate import NearDuplicate
+from .detectors.no_progress import NoProgress
+from .detectors.repeat import Repeat
+from .observations import normalize, observe
+from .policy.compile import CompiledPolicy, CompiledRule
+from .rules import evaluate_rules
+from .signature import signature_of
+
+PolicySource = CompiledPolicy | Callable[[], CompiledPolicy] | Any
+
+#: Argument names that carry the target agent of a handoff tool call.
+_HANDOFF_ARGUMENTS = ("agent_name", "agent", "target", "target_agent", "to", "to_agent", "name", "assignee")
+_HANDOFF_PREFIXES = ("transfer_to", "handoff", "hand_off", "delegate_to", "route_to")
+
+_DETECTOR_MESSAGES = {
+    GuardAction.REPLAN: "loopguard blocked this call: {reasons}. Change your approach: do not repeat it; use different arguments or another tool, or answer with what you have.",
+    GuardAction.PAUSE: "loopguard paused this call: {reasons}. A human needs to review before the agent goes on; ask the user how to proceed.",
+    GuardAction.STOP: "loopguard stopped the run: {reasons}.",
+}
+
+
+def _resolver(policy: PolicySource) -> Callable[[], CompiledPolicy]:
+    if isinstance(policy, CompiledPolicy):
+        return lambda: policy
+    if hasattr(policy, "current"):
+        return lambda: policy.current  # a PolicyStore: read the reference once per decision
+    if callable(policy):
+        return policy
+    raise TypeError(f"policy must be a CompiledPolicy, a policy store or a callable, not {type(policy).__name__}")
+
+
+class Session:
+    """The guard's state for one run (or one thread of runs).
+
+    Args:
+        policy: a :class:`CompiledPolicy`, a policy store (anything with a ``current``
+            attribute holding one) or a zero-argument callable returning one.
+        run_id: a label recorded in reports.
+        thread_id: the conversation thread, for budgets and reports.
+        history: how many decisions to keep for :attr:`decisions` (``None``: all).
+
+    A session is safe to use from several threads (calls of one batch may finish on
+    different threads); its methods never raise on odd tool arguments or outputs.
+    """
+
+    def __init__(
+        self,
+        policy: PolicySource,
+        run_id: str | None = None,
+        thread_id: str | None = None,
+        history: int | None = 256,
+    ) -> None:
+        self._policy = _resolver(policy)
+        self.run_id = run_id
+        self.thread_id = thread_id
+        self._lock = threading.RLock()
+        current = self._policy()
+        self._revision = current.revision
+        detectors = current.detectors
+        self._repeat = Repeat(detectors.repeat)
+        self._cycle = Cycle(detectors.cycle)
+        self._no_progress = NoProgress(detectors.no_progress)
+        self._failure = Failure(detectors.failure)
+        self._handoff = Handoff(detectors.handoff)
+        self._near_duplicate = NearDuplicate(detectors.near_duplicate)
+        self._memory = RunMemory()
+        self.run = Counters()
+        self.turn = Counters()
+        self.turn_index = 0
+        self.user_message = ""
+        self._rule_budgets: dict[tuple[str, str], int] = {}
+        self._steps = 0
+        self._calls = 0
+        self._in_flight: dict[Any, tuple[CallRecord, tuple[Signal, ...]]] = {}
+        self._decisions: deque[Decision] | list[Decision] = deque(maxlen=history) if history else []
+        self.worst: Decision | None = None
+        self.first_intervention: Decision | None = None
+        self.stopped = False
+
+    # -- policy ---------------------------------------------------------------------
+
+    @property
+    def policy(self) -> CompiledPolicy:
+        """The policy revision the next decision will use."""
+        return self._policy()
+
+    def _current_policy(self) -> CompiledPolicy:
+        policy = self._policy()
+        if policy.revision != self._revision:
+            # A new revision: detectors keep their state and continue with the new parameters.
+            self._revision = policy.revision
+            detectors = policy.detectors
+            self._repeat.reconfigure(detectors.repeat)
+            self._cycle.reconfigure(detectors.cycle)
+            self._no_progress.reconfigure(detectors.no_progress)
+            self._failure.reconfigure(detectors.failure)
+            self._handoff.reconfigure(detectors.handoff)
+            self._near_duplicate.reconfigure(detectors.near_duplicate)
+        return policy
+
+    # -- reports --------------------------------------------------------------------
+
+    @property
+    def decisions(self) -> list[Decision]:
+        """The kept decisions, oldest first."""
+        with self._lock:
+            return list(self._decisions)
+
+    @property
+    def steps(self) -> int:
+        return self._steps
+
+    @property
+    def tool_calls(self) -> int:
+        return self._calls
+
+    # -- steps ----------------------------------------------------------------------
+
+    def observe_user_message(self, text: str = "") -> None:
+        """A user message: a new turn starts (turn counters reset)."""
+        with self._lock:
+            self._steps += 1
+            self.run.steps += 1
+            self.turn = Counters(steps=1)
+            self.turn_index += 1
+            self.user_message = text if isinstance(text, str) else str(text)
+            self._no_progress.reset_turn(self._memory)
+
+    def before_call(self, call: ToolCall) -> Decision:
+        """Decide one pending tool call before it runs (rules, budgets, then detectors)."""
+        with self._lock:
+            return self._before_call(call, self._current_policy())
+
+    def before_batch(self, calls: Sequence[ToolCall]) -> list[Decision]:
+        """Decide the parallel calls of one assistant message; every call gets a decision.
+
+        The calls are judged in order against one policy revision; a verdict closes only
+        its own call.
+        """
+        with self._lock:
+            policy = self._current_policy()
+            return [self._before_call(call, policy) for call in calls]
+
+    def after_call(self, call: ToolCall, result: ToolResult) -> Decision:
+        """Record the result of a call that ran; result-aware detectors judge it."""
+        with self._lock:
+            policy = self._current_policy()
+            record, carried = self._take_in_flight(call)
+            self._steps += 1
+            self.run.steps += 1
+            self.turn.steps += 1
+            record.observation = observe(result.output, result.error)
+            if record.observation.error:
+                self.run.failures += 1
+                self.turn.failures += 1
+            signals = list(carried)
+            progress_signal, stale = self._no_progress.result(record, self._memory)
+            if progress_signal is not None:
+                signals.append(progress_signal)
+            failure_signal = self._failure.result(record, self._memory, stale)
+            if failure_signal is not None:
+                signals.append(failure_signal)
+            if not stale and not record.observation.error and record.handoff_target is None:
+                self._handoff.work_done()
+            return self._decide(policy, "after_call", signals, ALLOW, None, record, minimum=GuardAction.CONTINUE)
+
+    def observe_handoff(self, agent: str, caller: str | None = None) -> Decision:
+        """Control passes from ``caller`` to ``agent`` (a multi-agent handoff)."""
+        with self._lock:
+            policy = self._current_policy()
+            self._steps += 1
+            self.run.steps += 1
+            self.turn.steps += 1
+            signal = self._handoff.transfer(str(agent), None if caller is None else str(caller), self._steps - 1)
+            return self._decide(policy, "observe", [signal] if signal else [], ALLOW, None, None)
+
+    def observe_agent_message(self, agent: str | None, text: Any) -> Decision:
+        """An agent's message without a tool call. Identical messages in a row are a monologue:
+        they are judged like a repeated call whose output never changes."""
+        with self._lock:
+            policy = self._current_policy()
+            body = normalize(text if isinstance(text, str) else str(text))
+            record = self._record(ToolCall(f"message:{agent or 'agent'}", {"text": body}, agent=agent), policy)
+            signals = [s for s in (self._repeat.pending(record, self._memory), self._cycle.pending(record, self._memory)) if s]
+            self._steps += 1
+            self.run.steps += 1
+            self.turn.steps += 1
+            record.observation = observe(body, False)
+            progress_signal, _ = self._no_progress.result(record, self._memory, environment=False)
+            if progress_signal is not None:
+                signals.append(progress_signal)
+            return self._decide(policy, "observe", signals, ALLOW, None, None)
+
+    def observe_model_call(self, usage: ModelUsage) -> Decision:
+        """A model call's token usage; cost comes from ``usage.cost_usd`` or the policy's pricing (USD per million tokens)."""
+        with self._lock:
+            policy = self._current_policy()
+            tokens = max(0, int(usage.input_tokens or 0)) + max(0, int(usage.output_tokens or 0))
+            cost = usage.cost_usd
+            if cost is None and usage.model:
+                price = policy.price(usage.model)
+                if price is not None:
+                    cost = (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1_000_000
+            for counters in (self.run, self.turn):
+                counters.tokens += tokens
+                counters.cost_usd += cost or 0.0
+            budgets = policy.budgets
+            signals: list[Signal] = []
+            minimum = GuardAction.CONTINUE
+            for name in ("tokens", "cost_usd"):
+                budget = getattr(budgets, name)
+                if budget is None:
+                    continue
+                value = getattr(self.turn if budget.scope == "turn" else self.run, name)
+                if value >= budget.limit:
+                    signals.append(Signal("budget", name, 0.0, f"the {budget.scope} budget '{name}' is spent ({value:g} of {budget.limit:g})", {"value": value}))
+                    minimum = GuardAction.most_severe(minimum, GuardAction.STOP if budget.on_exceed == "stop" else GuardAction.WARN)
+            return self._decide(policy, "observe", signals, ALLOW, None, None, minimum=minimum)
+
+    # -- internals ------------------------------------------------------------------
+
+    def _record(self, call: ToolCall, policy: CompiledPolicy) -> CallRecord:
+        signature = signature_of(call.name, call.arguments)
+        traits = policy.tool_traits(call.name)
+        kind = traits.kind if traits is not None else "other"
+        record = CallRecord(
+            index=self._calls,
+            step=self._steps,
+            signature=signature,
+            tool_kind=kind,
+            agent=call.agent,
+            pending_patience=traits.pending_patience if traits is not None else None,
+        )
+        if kind == "handoff" or call.name.lower().startswith(_HANDOFF_PREFIXES):
+            record.handoff_target = _handoff_target(signature.arguments)
+        return record
+
+    def _before_call(self, call: ToolCall, policy: CompiledPolicy) -> Decision:
+        record = self._record(call, policy)
+        self._calls += 1
+        self._steps += 1
+        self.run.steps += 1
+        self.turn.steps += 1
+
+        rules = policy.rules_for(call.name)
+        outcome = evaluate_rules(
+            rules,
+            {"tool": call.name, "arguments": record.signature.arguments, "id": call.id, "agent": call.agent},
+            lambda: self._condition_names(call, record, policy),
+            self._rule_budget_count,
+            policy.mode,
+        ) if rules else None
+        signals: list[Signal] = list(outcome.notes) if outcome else []
+        verdict = outcome.verdict if outcome else ALLOW
+
+        minimum = GuardAction.CONTINUE
+        breach = check_budgets(policy.budgets, policy.tool_budgets(call.name), call.name, self.run, self.turn)
+        if breach is not None:
+            signals.append(Signal("budget", breach.name, 0.0, breach.message, {"limit": breach.budget.limit, "value": breach.value}))
+            stop = breach.budget.on_exceed == "stop"
+            minimum = GuardAction.STOP if stop else GuardAction.REPLAN
+            budget_verdict = Verdict(VerdictKind.BUDGET_SPENT, rule=f"budget:{breach.name}", message=breach.message)
+            if budget_verdict.kind.strictness > verdict.kind.strictness:
+                verdict = budget_verdict
+        elif verdict.kind is VerdictKind.BUDGET_SPENT:
+            minimum = GuardAction.REPLAN
+
+        memory = self._memory
+        for detector in (self._repeat, self._cycle, self._near_duplicate, self._failure):
+            signal = detector.pending(record, memory)
+            if signal is not None:
+                signals.append(signal)
+        if record.handoff_target is not None:
+            signal = self._handoff.transfer(record.handoff_target, call.agent, record.step)
+            if signal is not None:
+                signals.append(signal)
+
+        runs = verdict.kind is VerdictKind.ALLOW
+        decision = self._decide(policy, "before_call", signals, verdict, record, record, minimum=minimum)
+        if decision.verdict.kind is VerdictKind.ALLOW and runs:
+            self.run.tool_calls += 1
+            self.turn.tool_calls += 1
+            self.run.per_tool[call.name] = self.run.per_tool.get(call.name, 0) + 1
+            self.turn.per_tool[call.name] = self.turn.per_tool.get(call.name, 0) + 1
+            if outcome:
+                for rule in outcome.budget_rules:
+                    key = (rule.id, self._scope_key(rule.spec.scope))
+                    self._rule_budgets[key] = self._rule_budgets.get(key, 0) + 1
+        carried = tuple(signal for signal in decision.signals if signal.detector in ("repeat", "cycle", "near_duplicate", "handoff"))
+        self._remember_in_flight(call, record, carried)
+        return decision
+
+    def _decide(
+        self,
+        policy: CompiledPolicy,
+        phase: str,
+        signals: Iterable[Signal],
+        verdict: Verdict,
+        verdict_record: CallRecord | None,
+        record: CallRecord | None,
+        minimum: GuardAction = GuardAction.CONTINUE,
+    ) -> Decision:
+        signals = tuple(signals)
+        risk = self._risk(policy, signals)
+        action = GuardAction.most_severe(policy.action_for(risk), minimum)
+        if verdict_record is not None and action.at_least(GuardAction.REPLAN):
+            reasons = "; ".join(s.message for s in signals if s.score > 0 and s.detector != "rule") or "the run is stuck"
+            template = _DETECTOR_MESSAGES[action]
+            if action is GuardAction.PAUSE:
+                detector_verdict = Verdict(VerdictKind.CANCEL, rule=_detector_rule(signals), reason=template.format(reasons=reasons))
+            else:
+                error_type = "guard_stop" if action is GuardAction.STOP else "guard_error"
+                detector_verdict = Verdict(VerdictKind.BLOCK, rule=_detector_rule(signals), error_type=error_type, message=template.format(reasons=reasons))
+            if verdict.kind is VerdictKind.BUDGET_SPENT and action is not GuardAction.STOP:
+                pass  # the budget's own message says more than the detectors' here
+            elif detector_verdict.kind.strictness >= verdict.kind.strictness:
+                verdict = detector_verdict
+        decision = Decision(
+            step=(record.step if record is not None and phase == "before_call" else self._steps - 1),
+            phase=phase,
+            action=action,
+            risk=risk,
+            signals=signals,
+            verdict=verdict,
+            rule=verdict.rule,
+            revision=policy.revision,
+            mode=policy.mode,
+            tool=record.tool if record is not None else None,
+            call_index=record.index if record is not None else None,
+        )
+        self._decisions.append(decision)
+        if self.worst is None or action.severity > self.worst.action.severity:
+            self.worst = decision
+        if self.first_intervention is None and action.at_least(GuardAction.REPLAN):
+            self.first_intervention = decision
+        if action is GuardAction.STOP:
+            self.stopped = True
+        return decision
+
+    @staticmethod
+    def _risk(policy: CompiledPolicy, signals: tuple[Signal, ...]) -> float:
+        if not signals:
+            return 0.0
+        scoring = policy.scoring
+        if scoring.combine == "noisy_or":
+            remaining = 1.0
+            for signal in signals:
+                remaining *= 1.0 - signal.score
+            risk = 1.0 - remaining
+        else:
+            risk = max(signal.score for signal in signals)
+        if scoring.escalate:
+            active = {signal.detector for signal in signals}
+            for escalation in scoring.escalate:
+                if escalation.risk > risk and all(name in active for name in escalation.when):
+                    risk = escalation.risk
+        return risk
+
+    def _scope_key(self, scope: str) -> str:
+        return f"turn{self.turn_index}" if scope == "turn" else "run"
+
+    def _rule_budget_count(self, rule: CompiledRule) -> int:
+        return self._rule_budgets.get((rule.id, self._scope_key(rule.spec.scope)), 0)
+
+    def _condition_names(self, call: ToolCall, record: CallRecord, policy: CompiledPolicy) -> dict[str, Any]:
+        run = self.run.as_names()
+        turn = self.turn.as_names()
+        run["turns"] = self.turn_index
+        turn["index"] = self.turn_index
+        turn["user_message"] = self.user_message
+        return {
+            "run": run,
+            "turn": turn,
+            "tool": {
+                "name": call.name,
+                "kind": record.tool_kind,
+                "calls": self.run.per_tool.get(call.name, 0),
+                "turn_calls": self.turn.per_tool.get(call.name, 0),
+            },
+            "call": {"tool": call.name, "arguments": record.signature.arguments, "id": call.id, "agent": call.agent},
+        }
+
+    def _remember_in_flight(self, call: ToolCall, record: CallRecord, carried: tuple[Signal, ...]) -> None:
+        key = call.id if call.id is not None else ("signature", record.signature.key)
+        self._in_flight[key] = (record, carried)
+        if len(self._in_flight) > 1024:  # results that never came back must not grow memory
+            self._in_flight.pop(next(iter(self._in_flight)))
+
+    def _take_in_flight(self, call: ToolCall) -> tuple[CallRecord, tuple[Signal, ...]]:
+        if call.id is not None and call.id in self._in_flight:
+            return self._in_flight.pop(call.id)
+        signature = signature_of(call.name, call.arguments)
+        found = self._in_flight.pop(("signature", signature.key), None)
+        if found is not None:
+            return found
+        # A result without a recorded pending call (an adapter that saw only the result).
+        record = self._record(call, self._policy())
+        record.index = self._calls
+        self._calls += 1
+        return record, ()
+
+
+def _detector_rule(signals: tuple[Signal, ...]) -> str | None:
+    strongest = max((s for s in signals if s.detector not in ("rule", "budget")), key=lambda s: s.score, default=None)
+    return f"detector:{strongest.detector}" if strongest else None
+
+
+def _handoff_target(arguments: Any) -> str | None:
+    if isinstance(arguments, dict):
+        for key in _HANDOFF_ARGUMENTS:
+            value = arguments.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None

@@ -1,0 +1,177 @@
+"""Canonical arguments and call signatures: computed once per call, used by every detector.
+
+A signature is the tool name plus the canonical JSON of the call's arguments, so two
+calls that differ only in key order, whitespace or number form (``1`` / ``1.0`` /
+``"1e0"`` is *not* a number and stays a string) have the same signature.
+
+Canonicalisation never raises: non-JSON values are rendered by type and ``repr``,
+reference cycles become ``"<cycle>"``, NaN and infinities become the strings
+``"NaN"`` / ``"Infinity"`` / ``"-Infinity"``, nesting deeper than
+:data:`MAX_DEPTH` is cut, and strings longer than :data:`MAX_STRING` characters are
+replaced by their length and a digest so that memory per call stays bounded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+#: Nesting depth after which values are replaced by ``"<deep>"``.
+MAX_DEPTH = 32
+#: Strings longer than this (in characters) are replaced by length and digest.
+MAX_STRING = 2048
+#: Containers with more items than this keep the first items and a count.
+MAX_ITEMS = 1000
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def canonical_value(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset()) -> Any:
+    """Return a JSON-safe, canonical copy of ``value`` (never raises).
+
+    Integral floats become ints, mappings get string keys, sets become sorted lists,
+    tuples become lists. See the module docstring for the limits applied.
+    """
+    if value is None or value is True or value is False:
+        return value
+    kind = type(value)
+    if kind is str:
+        if len(value) > MAX_STRING:
+            return f"<str len={len(value)} digest={_digest(value)}>"
+        return value
+    if kind is int:
+        return value
+    if kind is float:
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        if value.is_integer() and abs(value) < 2**53:
+            return int(value)
+        return value
+    if _depth >= MAX_DEPTH:
+        return "<deep>"
+    ident = id(value)
+    if isinstance(value, dict) or _is_mapping(value):
+        if ident in _seen:
+            return "<cycle>"
+        seen = _seen | {ident}
+        out: dict[str, Any] = {}
+        try:
+            items = list(value.items())
+        except Exception:  # a broken mapping must not crash a decision
+            return f"<{type(value).__name__}>"
+        for index, (key, item) in enumerate(items):
+            if index >= MAX_ITEMS:
+                out["<more>"] = len(items) - MAX_ITEMS
+                break
+            out[key if isinstance(key, str) else _key_text(key)] = canonical_value(item, _depth + 1, seen)
+        return out
+    if isinstance(value, (list, tuple)):
+        if ident in _seen:
+            return "<cycle>"
+        seen = _seen | {ident}
+        items = [canonical_value(item, _depth + 1, seen) for item in value[:MAX_ITEMS]]
+        if len(value) > MAX_ITEMS:
+            items.append(f"<{len(value) - MAX_ITEMS} more>")
+        return items
+    if isinstance(value, (set, frozenset)):
+        if ident in _seen:
+            return "<cycle>"
+        seen = _seen | {ident}
+        items = [canonical_value(item, _depth + 1, seen) for item in list(value)[:MAX_ITEMS]]
+        return sorted(items, key=_sort_key)
+    if isinstance(value, bool):  # bool subclasses such as numpy.bool_
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return canonical_value(float(value), _depth)
+    if isinstance(value, (bytes, bytearray)):
+        return f"<bytes len={len(value)} digest={hashlib.blake2b(bytes(value), digest_size=8).hexdigest()}>"
+    model_dump = getattr(value, "model_dump", None)  # pydantic models, as tools often take them
+    if callable(model_dump):
+        try:
+            return canonical_value(model_dump(), _depth + 1, _seen | {ident})
+        except Exception:
+            pass
+    try:
+        text = repr(value)
+    except Exception:
+        text = "?"
+    return canonical_value(f"<{type(value).__name__} {text}>", _depth + 1, _seen)
+
+
+def _is_mapping(value: Any) -> bool:
+    return hasattr(value, "items") and hasattr(value, "keys") and hasattr(value, "__getitem__")
+
+
+def _key_text(key: Any) -> str:
+    if isinstance(key, float) and key.is_integer():
+        key = int(key)
+    try:
+        return str(key)
+    except Exception:
+        return "?"
+
+
+def _sort_key(item: Any) -> str:
+    return json.dumps(item, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def parse_arguments(arguments: Any) -> Any:
+    """Return the arguments as data: a JSON string (as OpenAI chat messages carry them)
+    is parsed; anything else is returned unchanged. Never raises."""
+    if isinstance(arguments, str):
+        text = arguments.strip()
+        if text.startswith(("{", "[")):
+            try:
+                return json.loads(text)
+            except (ValueError, RecursionError):
+                return arguments
+    return arguments
+
+
+def canonical_json(arguments: Any) -> str:
+    """Canonical JSON text of ``arguments``: sorted keys, no whitespace, normalised numbers."""
+    return json.dumps(
+        canonical_value(parse_arguments(arguments)),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """The canonical, hashable form of one tool call.
+
+    Attributes:
+        tool: the tool name.
+        arguments: the canonical arguments (JSON-safe data).
+        text: ``tool`` and the canonical JSON of the arguments, the identity of the call.
+        key: a 64-bit integer digest of ``text``, cheap to store in detector windows.
+    """
+
+    tool: str
+    arguments: Any
+    text: str
+    key: int
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def signature_of(tool: str, arguments: Any) -> Signature:
+    """Compute the signature of a call to ``tool`` with ``arguments`` (never raises)."""
+    canonical = canonical_value(parse_arguments(arguments))
+    body = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = f"{tool}({body})"
+    key = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+    return Signature(tool=str(tool), arguments=canonical, text=text, key=key)
