@@ -112,7 +112,8 @@ class RunReport:
         steps: number of input steps (steps of a step-format run, tool calls of a chat run).
         tool_calls: number of tool calls.
         decisions: the reported decisions in order.
-        error: why the run could not be read or replayed, else ``None``.
+        error: why the run could not be read or replayed, else ``None``. A run whose
+            trace could not be read has no decisions; its counts cover what was read.
         meta: the run's metadata from the trace (labels, reward, ...).
         source: the file the run came from.
     """
