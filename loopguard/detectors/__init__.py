@@ -1,0 +1,1 @@
+"""Detectors: incremental pattern matchers over steps, each with bounded state."""

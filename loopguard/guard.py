@@ -1,0 +1,81 @@
+"""Guard: the one object a user holds.
+
+A guard owns a policy store (the current compiled revision) and hands out one
+:class:`~loopguard.session.Session` per run. Sessions never share mutable state, so
+many runs may be guarded at once from many threads or tasks.
+
+Example::
+
+    guard = Guard.from_file("loopguard.yml", profile="prod")
+    session = guard.session(run_id="run-1")
+    decision = session.before_call(ToolCall("search", {"q": "x"}))
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .policy.compile import CompiledPolicy
+from .policy.store import PolicyStore, StoreStatus
+from .session import Session
+
+
+class Guard:
+    """Decides tool calls for many runs against one policy.
+
+    Args:
+        store: the policy store whose ``current`` revision every decision reads.
+        history: decisions kept per session (``None``: all).
+    """
+
+    def __init__(self, store: PolicyStore, history: int | None = 256) -> None:
+        self.store = store
+        self.history = history
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_file(cls, path: str | Path = "loopguard.yml", profile: str | None = None, **options: Any) -> "Guard":
+        """A guard for a policy file (or ``builtin:NAME``).
+
+        Raises:
+            loopguard.policy.PolicyError: the policy does not validate (every problem, with positions).
+        """
+        return cls(PolicyStore(path, profile=profile), **options)
+
+    @classmethod
+    def from_policy(cls, policy: CompiledPolicy | str | Path = "builtin:default", profile: str | None = None, **options: Any) -> "Guard":
+        """A guard for a compiled policy, a path or ``builtin:NAME`` (default: the embedded default)."""
+        if isinstance(policy, CompiledPolicy):
+            return cls(PolicyStore.of(policy), **options)
+        return cls.from_file(policy, profile=profile, **options)
+
+    @property
+    def policy(self) -> CompiledPolicy:
+        """The revision now deciding."""
+        return self.store.current
+
+    def status(self) -> StoreStatus:
+        """Revision, load time and the last reload error of the policy."""
+        return self.store.status()
+
+    def session(self, run_id: str | None = None, thread_id: str | None = None) -> Session:
+        """A new session for one run. ``run_id`` defaults to a random UUID."""
+        return Session(self.store, run_id=run_id or str(uuid.uuid4()), thread_id=thread_id, history=self.history)
+
+    def session_for(self, key: str, thread_id: str | None = None) -> Session:
+        """The session registered under ``key`` (created on first use); for adapters keyed by run id."""
+        with self._lock:
+            session = self._sessions.get(key)
+            if session is None:
+                session = self.session(run_id=key, thread_id=thread_id)
+                self._sessions[key] = session
+            return session
+
+    def end_session(self, key: str) -> Session | None:
+        """Forget the session registered under ``key`` and return it."""
+        with self._lock:
+            return self._sessions.pop(key, None)
