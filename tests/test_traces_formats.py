@@ -156,7 +156,7 @@ def test_chat_batch_of_parallel_calls_and_results_paired_by_id() -> None:
     assert isinstance(tokyo, TraceToolResult) and tokyo.call is batch.calls[1].call and tokyo.step == 1
     assert tokyo.result.output == "rain" and tokyo.result.error is None
     assert isinstance(paris, TraceToolResult) and paris.call is batch.calls[0].call and paris.result.error is True
-    assert run.items[-1] == AgentMessage(agent=None, text="Paris: sunny, Tokyo: rain.", step=2)
+    assert run.items[-1] == AgentMessage(agent=None, text="Paris: sunny, Tokyo: rain.", step=1)
 
 
 def test_bare_message_list_and_messages_object_and_legacy_function_call() -> None:
@@ -270,3 +270,21 @@ def test_not_a_trace(tmp_path: Path) -> None:
     with pytest.raises(TraceFileError) as info:
         read_trace(write(tmp_path, {"hello": 1}))
     assert "not a trace" in str(info.value) and "'hello'" in str(info.value)
+
+
+def test_chat_step_indexes_of_usage_and_messages() -> None:
+    [run] = parse_trace(
+        [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "usage": {"prompt_tokens": 5, "completion_tokens": 1}, "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "assistant", "usage": {"prompt_tokens": 9, "completion_tokens": 3}, "tool_calls": [{"id": "b", "function": {"name": "g", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "b", "content": "2"},
+            {"role": "assistant", "content": "done"},
+        ]
+    )
+    assert kinds(run.items) == [
+        "UserMessage", "ModelCall", "TraceToolCall", "TraceToolResult", "ModelCall", "TraceToolCall", "TraceToolResult", "AgentMessage",
+    ]
+    assert [item.step for item in run.items] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert run.steps == 2

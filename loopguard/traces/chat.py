@@ -116,12 +116,9 @@ def parse_messages(run: TraceRun, messages: Any) -> TraceRun:
         if role in SKIPPED_ROLES:
             continue
         if role == "user":
-            items.append(UserMessage(text=message_text(message.get("content")), step=calls))
+            items.append(UserMessage(text=message_text(message.get("content")), step=max(calls - 1, 0)))
         elif role == "assistant":
             agent = message.get("name") if isinstance(message.get("name"), str) else None
-            usage = message.get("usage")
-            if isinstance(usage, dict):
-                items.append(ModelCall(usage=usage_from(usage, location), step=calls))
             entries = message.get("tool_calls") or []
             if not isinstance(entries, list):
                 raise MalformedTrace(location, f"'tool_calls' must be a list, got {type_name(entries)}")
@@ -131,6 +128,11 @@ def parse_messages(run: TraceRun, messages: Any) -> TraceRun:
                 _tool_call(entry, agent, calls + offset, f"{location}: tool call {offset}")
                 for offset, entry in enumerate(entries)
             ]
+            usage = message.get("usage")
+            if isinstance(usage, dict):
+                # the model call that issued the calls belongs to the first of them
+                step = calls if issued else max(calls - 1, 0)
+                items.append(ModelCall(usage=usage_from(usage, location), step=step))
             calls += len(issued)
             for item in issued:
                 pending.add(item)
@@ -141,7 +143,7 @@ def parse_messages(run: TraceRun, messages: Any) -> TraceRun:
             else:
                 text = message_text(message.get("content"))
                 if text:
-                    items.append(AgentMessage(agent=agent, text=text, step=calls))
+                    items.append(AgentMessage(agent=agent, text=text, step=max(calls - 1, 0)))
         elif role in RESULT_ROLES:
             call = pending.take(message.get("tool_call_id"), message.get("name"), location)
             result = ToolResult(output=message.get("content"), error=_error_flag(message))

@@ -7,8 +7,10 @@ messages and model usage. Replay walks the items in order and feeds a session.
 
 Every item carries ``step``: the 0-based index that reports use for it. For the
 step format it is the index of the input step the item came from; for chat traces
-it is the index of the tool call (a call and its result share it), and for other
-items the number of tool calls seen before them.
+it is the index of the tool call (a call and its result share it); model usage of
+an assistant message that issues calls gets its first call's index, and any other
+item the index of the latest call before it (0 before the first call), so that a
+decision on it reads as "right after that call's output" and stays in range.
 """
 
 from __future__ import annotations
