@@ -184,12 +184,12 @@ def summarize(reports: Iterable[RunReport]) -> dict[str, Any]:
     """``{"runs", "errors", "verdicts": {action: count}, "intervened"}`` (plus ``"judged":
     {judgement: count}`` when some runs are labelled). Runs with errors count only in
     ``runs`` and ``errors``."""
-    reports = list(reports)
-    good = [report for report in reports if report.error is None]
+    runs = list(reports)
+    good = [report for report in runs if report.error is None]
     verdicts = Counter(report.verdict.value for report in good)
     summary: dict[str, Any] = {
-        "runs": len(reports),
-        "errors": len(reports) - len(good),
+        "runs": len(runs),
+        "errors": len(runs) - len(good),
         "verdicts": {action.value: verdicts.get(action.value, 0) for action in GuardAction},
         "intervened": sum(1 for report in good if report.first_intervention is not None),
     }
@@ -222,7 +222,7 @@ def render_text(reports: list[RunReport]) -> str:
     return "\n".join(lines)
 
 
-def _judged_text(expected: Any) -> str:
+def _judged_text(expected: Expected) -> str:
     window = expected.acceptable_window
     detail = f"{expected.label}, window {window[0]}-{window[1]}" if window is not None else expected.label
     return f"{expected.judged} ({detail})"
