@@ -1,0 +1,213 @@
+"""Bad policies: every problem is reported with its exact file, line, column, code and message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopguard.policy import CODES, PolicyError, PolicyIOError, Problem, check_policy, load_policy, load_policy_text
+
+FIXTURES = Path(__file__).parent / "fixtures" / "policies"
+
+# fixture -> (profile, all_profiles, expected formatted problems). Paths are relative to FIXTURES.
+CASES: dict[str, tuple[str | None, bool, list[str]]] = {
+    "yaml_syntax.yml": (None, False, [
+        "bad/yaml_syntax.yml:4:5: LG101: invalid YAML: expected ',' or '}', but got ':' (while parsing a flow mapping at line 3)",
+    ]),
+    "tab_indent.yml": (None, False, [
+        "bad/tab_indent.yml:4:1: LG102: tab character in indentation; YAML indents with spaces only (hint: replace the tab with spaces)",
+    ]),
+    "python_tag.yml": (None, False, [
+        "bad/python_tag.yml:2:7: LG103: YAML tag '!!python/object/apply:os.system' is not allowed; a policy is plain data (hint: remove the tag)",
+    ]),
+    "not_mapping.yml": (None, False, [
+        "bad/not_mapping.yml:1:1: LG104: the policy must be a mapping of keys (version, detectors, rules, ...), not a list",
+    ]),
+    "empty.yml": (None, False, [
+        "bad/empty.yml:1:1: LG104: the policy is empty; expected a mapping (hint: start with 'version: 1')",
+    ]),
+    "duplicate_key.yml": (None, False, [
+        "bad/duplicate_key.yml:3:1: LG105: duplicate key 'mode' (first at line 2); the later one would silently win",
+    ]),
+    "top_level_typo.yml": (None, False, [
+        "bad/top_level_typo.yml:2:1: LG201: unknown key 'detector' at the top level (hint: did you mean 'detectors'?)",
+    ]),
+    "nested_typo.yml": (None, False, [
+        "bad/nested_typo.yml:3:12: LG201: unknown key 'treshold' in detectors.repeat (hint: did you mean 'threshold'?)",
+    ]),
+    "unknown_detector.yml": (None, False, [
+        "bad/unknown_detector.yml:3:3: LG202: unknown detector 'loops' (known: repeat, cycle, no_progress, failure, handoff, near_duplicate)",
+    ]),
+    "escalate_unknown.yml": (None, False, [
+        "bad/escalate_unknown.yml:4:22: LG202: unknown detector 'no_progres' in scoring.escalate[0].when "
+        "(known: 'repeat', 'cycle', 'no_progress', 'failure', 'handoff' or 'near_duplicate') (hint: did you mean 'no_progress'?)",
+    ]),
+    "wrong_type.yml": (None, False, [
+        "bad/wrong_type.yml:4:16: LG203: detectors.repeat.threshold must be an integer, got string 'three'",
+    ]),
+    "profile_not_mapping.yml": (None, False, [
+        "bad/profile_not_mapping.yml:3:8: LG203: profiles.dev must be a mapping, got string 'observe'",
+    ]),
+    "out_of_range.yml": (None, False, [
+        "bad/out_of_range.yml:3:19: LG204: detectors.cycle.weight must be <= 1, got 1.5",
+    ]),
+    "negative_budget.yml": (None, False, [
+        "bad/negative_budget.yml:3:23: LG204: budgets.tool_calls.limit must be > 0, got -5",
+    ]),
+    "answer_without_result.yml": (None, False, [
+        "bad/answer_without_result.yml:5:14: LG205: a rule with verdict 'answer' needs 'result' (rules[0])",
+    ]),
+    "cancel_without_reason.yml": (None, False, [
+        "bad/cancel_without_reason.yml:5:14: LG205: a rule with verdict 'cancel' needs 'reason' (rules[0])",
+    ]),
+    "block_without_message.yml": (None, False, [
+        "bad/block_without_message.yml:5:14: LG205: a rule with verdict 'block' needs 'message' (rules[0])",
+    ]),
+    "wrong_mode.yml": (None, False, [
+        "bad/wrong_mode.yml:2:7: LG206: mode must be 'enforce' or 'observe', got string 'enforcing' (hint: did you mean 'enforce'?)",
+    ]),
+    "unknown_verdict.yml": (None, False, [
+        "bad/unknown_verdict.yml:5:14: LG207: unknown verdict 'deny' in rules[0] "
+        "(expected 'allow', 'answer', 'cancel', 'block', 'unavailable' or 'budget')",
+    ]),
+    "thresholds_order.yml": (None, False, [
+        "bad/thresholds_order.yml:4:11: LG208: thresholds must ascend: replan (0.9) is above pause (0.8) (hint: warn <= replan <= pause <= stop)",
+    ]),
+    "profile_breaks_order.yml": (None, True, [
+        "bad/profile_breaks_order.yml:4:26: LG208: thresholds must ascend: warn (0.5) is above replan (0.4) (in profile 'prod') "
+        "(hint: warn <= replan <= pause <= stop)",
+    ]),
+    "duplicate_rule_id.yml": (None, False, [
+        "bad/duplicate_rule_id.yml:7:9: LG301: duplicate rule id 'shell' (first at line 3) (hint: rule ids are unique; profiles replace rules by id)",
+    ]),
+    "bad_glob.yml": (None, False, [
+        "bad/bad_glob.yml:4:11: LG302: invalid tool glob 'shell[': unbalanced brackets in glob 'shell['",
+    ]),
+    "bad_jmespath.yml": (None, False, [
+        "bad/bad_jmespath.yml:5:40: LG303: invalid JMESPath: unexpected end of expression",
+    ]),
+    "bad_condition.yml": (None, False, [
+        "bad/bad_condition.yml:4:28: LG304: invalid condition: invalid syntax",
+    ]),
+    "unknown_name_condition.yml": (None, False, [
+        "bad/unknown_name_condition.yml:4:27: LG304: unknown name 'budget' in condition (known: call, run, tool, turn)",
+    ]),
+    "extends_missing.yml": (None, False, [
+        "bad/extends_missing.yml:2:10: LG401: extended policy bad/base/missing.yml does not exist",
+    ]),
+    "extends_unknown_builtin.yml": (None, False, [
+        "bad/extends_unknown_builtin.yml:2:10: LG401: no builtin policy 'stict' (known: default, observe, strict) (hint: did you mean 'strict'?)",
+    ]),
+    "cycle_a.yml": (None, False, [
+        "bad/cycle_b.yml:2:10: LG402: extends cycle: bad/cycle_a.yml -> bad/cycle_b.yml -> bad/cycle_a.yml (hint: remove one of the extends)",
+    ]),
+    "unknown_profile.yml": ("staging", False, [
+        "bad/unknown_profile.yml:2:1: LG403: unknown profile 'staging' (known: dev, prod)",
+    ]),
+    "profile_typo.yml": (None, False, [
+        "bad/profile_typo.yml:7:17: LG201: unknown key 'atempts' in detectors.failure (hint: did you mean 'attempts'?)",
+    ]),
+    "multiple.yml": (None, False, [
+        "bad/multiple.yml:2:7: LG206: mode must be 'enforce' or 'observe', got string 'enforse' (hint: did you mean 'enforce'?)",
+        "bad/multiple.yml:4:23: LG204: detectors.repeat.threshold must be >= 2, got 1",
+        "bad/multiple.yml:7:14: LG205: a rule with verdict 'answer' needs 'result' (rules[0])",
+    ]),
+}
+
+
+@pytest.fixture(autouse=True)
+def _in_fixtures(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(FIXTURES)
+    monkeypatch.delenv("LOOPGUARD_PROFILE", raising=False)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_policy_reports_exact_problems(name: str) -> None:
+    profile, all_profiles, expected = CASES[name]
+    result = check_policy(f"bad/{name}", profile=profile, all_profiles=all_profiles)
+    assert [problem.format() for problem in result.errors] == expected
+    assert result.policy is None
+
+
+def test_every_bad_fixture_is_covered() -> None:
+    on_disk = {path.name for path in (FIXTURES / "bad").glob("*.yml")}
+    assert on_disk - set(CASES) == {"cycle_b.yml"}  # the other half of the cycle
+
+
+def test_load_policy_raises_one_error_with_all_problems() -> None:
+    with pytest.raises(PolicyError) as caught:
+        load_policy("bad/multiple.yml")
+    assert [problem.code for problem in caught.value.problems] == ["LG206", "LG204", "LG205"]
+    text = str(caught.value)
+    assert text.splitlines()[0] == "3 problems in policy:"
+    assert "  bad/multiple.yml:4:23: LG204: detectors.repeat.threshold must be >= 2, got 1" in text.splitlines()
+
+
+def test_unknown_profile_in_load_policy() -> None:
+    with pytest.raises(PolicyError) as caught:
+        load_policy("bad/unknown_profile.yml", profile="prd")
+    assert [problem.format() for problem in caught.value.problems] == [
+        "bad/unknown_profile.yml:2:1: LG403: unknown profile 'prd' (known: dev, prod) (hint: did you mean 'prod'?)"
+    ]
+
+
+def test_unknown_profile_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOPGUARD_PROFILE", "qa")
+    with pytest.raises(PolicyError) as caught:
+        load_policy("bad/unknown_profile.yml")
+    assert caught.value.problems[0].code == "LG403"
+
+
+def test_cycle_reported_from_either_end() -> None:
+    result = check_policy("bad/cycle_b.yml")
+    assert [problem.format() for problem in result.errors] == [
+        "bad/cycle_a.yml:2:10: LG402: extends cycle: bad/cycle_b.yml -> bad/cycle_a.yml -> bad/cycle_b.yml (hint: remove one of the extends)"
+    ]
+
+
+def test_python_tag_is_never_executed(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    text = f"version: 1\nmode: !!python/object/apply:os.system ['touch {marker}']\n"
+    with pytest.raises(PolicyError):
+        load_policy_text(text, "inline.yml")
+    assert not marker.exists()
+
+
+def test_missing_file_is_an_io_error() -> None:
+    with pytest.raises(PolicyIOError) as caught:
+        load_policy("bad/no_such_file.yml")
+    assert caught.value.problems[0].format() == "bad/no_such_file.yml:1:1: LG100: cannot read policy file: No such file or directory"
+
+
+def test_unknown_builtin_source() -> None:
+    with pytest.raises(PolicyIOError) as caught:
+        load_policy("builtin:nope")
+    assert caught.value.problems[0].message == "no builtin policy 'nope' (known: default, observe, strict)"
+
+
+def test_jmespath_position_in_single_quoted_scalar() -> None:
+    text = "version: 1\nrules:\n  - id: x\n    match: 'a == ''b'' &&'\n    verdict: allow\n"
+    result = check_policy_text_errors(text)
+    # the end of the expression (the closing quote), counting each doubled quote as one character
+    assert result == ["t.yml:4:26: LG303: invalid JMESPath: unexpected end of expression"]
+
+
+def test_condition_position_in_literal_block() -> None:
+    text = "version: 1\nrules:\n  - id: x\n    when: |\n      run.tool_calls > > 3\n    verdict: allow\n"
+    assert check_policy_text_errors(text) == ["t.yml:5:24: LG304: invalid condition: invalid syntax"]
+
+
+def check_policy_text_errors(text: str) -> list[str]:
+    from loopguard.policy import check_policy_text
+
+    return [problem.format() for problem in check_policy_text(text, "t.yml").errors]
+
+
+def test_problem_format_and_codes() -> None:
+    problem = Problem("p.yml", 3, 5, "LG201", "unknown key 'x'", "did you mean 'y'?")
+    assert problem.format() == "p.yml:3:5: LG201: unknown key 'x' (hint: did you mean 'y'?)"
+    assert problem.name == "unknown-key"
+    warning = Problem("p.yml", 1, 1, "LG901", "writable", severity="warning")
+    assert warning.format() == "p.yml:1:1: LG901: warning: writable"
+    assert len(set(CODES.values())) == len(CODES)
