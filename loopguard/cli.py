@@ -70,8 +70,10 @@ def _add_optional(commands: Any, module: str, function: str) -> None:
     """Commands that live in other packages are added only when those packages are present."""
     try:
         imported = __import__(module, fromlist=[function])
-    except ImportError:
-        return
+    except ModuleNotFoundError as error:
+        if error.name and (module == error.name or module.startswith(f"{error.name}.")):
+            return  # not written or not installed yet; a broken import inside it still raises
+        raise
     getattr(imported, function)(commands)
 
 
@@ -244,7 +246,13 @@ def _render(value: Any, path: tuple[Any, ...], indent: int, lines: list[str], ex
 
 
 def _render_member(label: str, child: Any, path: tuple[Any, ...], indent: int, lines: list[str], explanation: Explanation) -> None:
-    if isinstance(child, (dict, list)) and child and not _flat_list(child):
+    if label.endswith("-") and isinstance(child, dict) and child:
+        pad = label[:-1]
+        nested: list[str] = []
+        _render(child, path, indent + 1, nested, explanation)
+        nested[0] = f"{pad}- {nested[0][len(pad) + 2 :]}"  # '- key: value', YAML's compact form
+        lines.extend(nested)
+    elif isinstance(child, (dict, list)) and child and not _flat_list(child):
         lines.append(label)
         _render(child, path, indent + 1, lines, explanation)
     elif isinstance(child, (dict, list)):
