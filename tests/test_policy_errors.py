@@ -211,3 +211,16 @@ def test_problem_format_and_codes() -> None:
     warning = Problem("p.yml", 1, 1, "LG901", "writable", severity="warning")
     assert warning.format() == "p.yml:1:1: LG901: warning: writable"
     assert len(set(CODES.values())) == len(CODES)
+
+
+def test_short_values_and_lists() -> None:
+    text = "version: 1\nrules:\n  - {id: a, tool: \"\", verdict: allow}\nscoring:\n  escalate:\n    - {when: [repeat], risk: 0.9}\n"
+    assert check_policy_text_errors(text) == [
+        "t.yml:3:19: LG206: rules[0].tool must not be empty",
+        "t.yml:6:14: LG206: scoring.escalate[0].when needs at least 2 items, got 1",
+    ]
+
+
+def test_unselected_profile_expressions_are_checked() -> None:
+    text = "version: 1\nprofiles:\n  prod:\n    rules:\n      - id: x\n        when: run.calls >> >\n        verdict: allow\n"
+    assert check_policy_text_errors(text) == ["t.yml:6:28: LG304: invalid condition: invalid syntax"]

@@ -355,7 +355,8 @@ def _read_file(path: Path, display: str, chain: _Chain, problems: _Problems, ext
             raise PolicyIOError([Problem(display, 1, 1, codes.IO_ERROR, f"cannot read policy file: {reason}")]) from error
         problems.add(extended_from.origin, codes.EXTENDS_MISSING, f"cannot read extended policy {display}: {reason}")
         return None
-    _check_permissions(path, display, problems)
+    if path.resolve().parent != POLICIES_DIR:  # shipped policies are code, not configuration
+        _check_permissions(path, display, problems)
     return _read_text(text, display, path.parent, chain, problems)
 
 
@@ -640,6 +641,16 @@ def _add_validation_error(problems: _Problems, error: Any, locator: _Locator, su
     if kind in _EXPECTED or kind.endswith("_type") or kind.endswith("_parsing"):
         expected = _EXPECTED.get(kind, error["msg"].lower().replace("input should be ", ""))
         problems.add(locator.value(loc), codes.WRONG_TYPE, f"{dotted} must be {expected}, got {_describe(value)}{suffix}")
+        return
+    if kind == "string_too_short" and context.get("min_length") == 1:
+        problems.add(locator.value(loc), codes.INVALID_VALUE, f"{dotted} must not be empty{suffix}")
+        return
+    if kind == "too_short":
+        problems.add(
+            locator.value(loc),
+            codes.INVALID_VALUE,
+            f"{dotted} needs at least {context.get('min_length')} items, got {context.get('actual_length')}{suffix}",
+        )
         return
     if kind == "string_pattern_mismatch":
         problems.add(locator.value(loc), codes.INVALID_VALUE, f"{dotted} must match {context.get('pattern')}, got {_describe(value)}{suffix}")
