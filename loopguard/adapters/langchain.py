@@ -144,6 +144,11 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState, Any]):
             run = self._live.get(key)
             return run.session if run is not None else self._recent.get(key)
 
+    def recent_sessions(self) -> list[Session]:
+        """The sessions of finished runs still kept (at most ``recent``), oldest first."""
+        with self._lock:
+            return list(self._recent.values())
+
     @property
     def last_session(self) -> Session | None:
         """The session of the most recently finished run (convenient in scripts; racy under concurrency)."""
