@@ -107,6 +107,14 @@ class GuardedTools:
         """
         return self.run(ToolCall(name, dict(arguments or {}), id=id)).result
 
+    def run_call(self, name: str, arguments: Mapping[str, Any] | None = None, id: str | None = None) -> CallOutcome:
+        """Like :meth:`call`, returning the full :class:`CallOutcome` (decisions included).
+
+        Raises:
+            LoopGuardInterrupt: a stop decision in enforce mode.
+        """
+        return self.run(ToolCall(name, dict(arguments or {}), id=id))
+
     def run(self, call: ToolCall) -> CallOutcome:
         """Like :meth:`call` for a :class:`ToolCall`, returning the full :class:`CallOutcome`.
 
