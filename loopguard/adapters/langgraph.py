@@ -60,7 +60,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from ..calls import ToolCall, ToolResult
-from ..decisions import Decision, Verdict
+from ..decisions import Decision, Verdict, VerdictKind
 from ..errors import LoopGuardInterrupt
 from ..guard import Guard
 from ..session import Session
@@ -144,6 +144,15 @@ def _result_of(output: Any, call_id: str | None) -> ToolResult:
                 return tool_result_of(message)
         return ToolResult(update, None)
     return ToolResult(output, None)
+
+
+def _stop_verdict(stop: Decision) -> Verdict:
+    """What a call reads when it comes after the run's stop: the stop's own ``guard_stop``
+    payload, or one built from its reasons when the stop was decided on a result."""
+    if not stop.verdict.runs_tool:
+        return stop.verdict
+    reasons = "; ".join(stop.reasons) or "the run is stuck"
+    return Verdict(VerdictKind.BLOCK, rule=stop.rule, error_type="guard_stop", message=f"loopguard stopped the run: {reasons}.")
 
 
 def _verdict_message(call: ToolCall, verdict: Verdict, decision: Decision) -> ToolMessage:
@@ -251,7 +260,7 @@ class LoopGuardToolWrapper:
             if self.raise_on_stop:
                 run.interrupted = True
                 raise LoopGuardInterrupt(stop)
-            verdict = decision.verdict if not decision.verdict.runs_tool else stop.verdict
+            verdict = decision.verdict if not decision.verdict.runs_tool else _stop_verdict(stop)
             reply = _verdict_message(call, verdict, decision if verdict is decision.verdict else stop)
             run.record_result(call, ToolResult(verdict.payload(), verdict.is_error or None))
             return run, call, decision, reply
