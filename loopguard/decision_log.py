@@ -32,7 +32,6 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterable
 
@@ -208,7 +207,7 @@ class DecisionLog:
         if not items:
             return
         try:
-            lines = [(record, json.dumps(record, ensure_ascii=False, default=str)) for record in (to_record(*item) for item in items)]
+            lines = [(record, _encode(record)) for record in (to_record(*item) for item in items)]
             if self._file is not None:
                 self._file.write("".join(line + "\n" for _, line in lines))
                 self._file.flush()
@@ -222,6 +221,23 @@ class DecisionLog:
             _logger.exception("decision log %s: could not write %d records", self.path or self.logger_name, len(items))
 
 
+_second: list[Any] = [None, ""]  # (epoch second, its formatted prefix): strftime once per second, not per record
+
+
+def _iso(at: float) -> str:
+    """UTC ISO 8601 with microseconds, e.g. ``2026-11-29T22:49:09.123456Z``."""
+    second = int(at)
+    cached = _second
+    if cached[0] != second:
+        cached[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        cached[0] = second
+    return f"{cached[1]}.{int((at - second) * 1_000_000):06d}Z"
+
+
+#: One encoder for every line: ``json.dumps`` with options builds a new encoder per call.
+_encode = json.JSONEncoder(ensure_ascii=False, default=str, separators=(", ", ": ")).encode
+
+
 def to_record(at: float, run_id: str | None, thread_id: str | None, decision: Decision) -> dict[str, Any]:
     """One decision as the log's JSON object (see the module docstring for the shape).
 
@@ -229,7 +245,7 @@ def to_record(at: float, run_id: str | None, thread_id: str | None, decision: De
     carry ``detector``, ``kind``, ``score`` and ``message`` (evidence is left out: it can
     hold tool arguments and outputs, which belong in traces, not in an audit log)."""
     return {
-        "time": datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "time": _iso(at),
         "run_id": run_id,
         "thread_id": thread_id,
         "step": decision.step,
