@@ -709,22 +709,15 @@ class _HandlerCore:
             self._roots.clear()
 
 
-class LoopGuardCallbackHandler(_HandlerCore, BaseCallbackHandler):
-    """Watch LangChain / LangGraph runs and interrupt them on ``stop`` (see the module doc).
+class _Callbacks(_HandlerCore):
+    """The callback methods, as plain functions for both handlers.
 
-    Args:
-        policy: a policy file path, ``builtin:NAME``, a :class:`CompiledPolicy` or a
-            :class:`Guard`; ``None``: ``./loopguard.yml`` when it exists, else ``builtin:default``.
-        profile: the policy profile (ignored for a compiled policy or a guard).
-        interrupt: raise :class:`~loopguard.errors.LoopGuardInterrupt` on a stop decision in
-            enforce mode. In observe mode nothing is ever raised.
-        history: contract messages kept per report buffer of a run.
-        limit: root runs kept for :meth:`report` (oldest forgotten first).
-
-    Raises:
-        loopguard.policy.PolicyError: the policy does not validate.
-        LoopGuardInterrupt: (from the callbacks, out of ``invoke``) a stop in enforce mode.
-    """
+    They are deliberately not coroutines, even on the async handler: langchain-core runs a
+    coroutine callback that a sync code path triggers (a sync tool run on a worker thread
+    under ``ainvoke``) through a private event loop that logs and swallows its exceptions,
+    whatever ``raise_error`` says, so an interrupt raised there would be lost. A plain method
+    with ``run_inline = True`` runs inline on both the sync and the async path and its
+    exception propagates."""
 
     raise_error = True  # an interrupt must propagate out of invoke, not be logged and dropped
     run_inline = True  # cheap in-memory work; inline keeps event order in async runs
@@ -776,56 +769,28 @@ class LoopGuardCallbackHandler(_HandlerCore, BaseCallbackHandler):
         self._tool_end(f"{type(error).__name__}: {error}", kwargs.get("tool_call_id"), True, run_id, parent_run_id)
 
 
-class AsyncLoopGuardCallbackHandler(_HandlerCore, AsyncCallbackHandler):
-    """The async twin of :class:`LoopGuardCallbackHandler` (same arguments, same reports),
-    for ``ainvoke`` / ``astream``; the work is in-memory, so nothing is awaited."""
+class LoopGuardCallbackHandler(_Callbacks, BaseCallbackHandler):
+    """Watch LangChain / LangGraph runs and interrupt them on ``stop`` (see the module doc).
 
-    raise_error = True
-    run_inline = True
+    Args:
+        policy: a policy file path, ``builtin:NAME``, a :class:`CompiledPolicy` or a
+            :class:`Guard`; ``None``: ``./loopguard.yml`` when it exists, else ``builtin:default``.
+        profile: the policy profile (ignored for a compiled policy or a guard).
+        interrupt: raise :class:`~loopguard.errors.LoopGuardInterrupt` on a stop decision in
+            enforce mode. In observe mode nothing is ever raised.
+        history: contract messages kept per report buffer of a run.
+        limit: root runs kept for :meth:`report` (oldest forgotten first).
 
-    def __init__(
-        self,
-        policy: PolicyArg | None = None,
-        profile: str | None = None,
-        interrupt: bool = True,
-        *,
-        history: int = 1000,
-        limit: int = 1024,
-    ) -> None:
-        super().__init__()
-        self._setup(policy, profile, interrupt, history, limit)
+    Raises:
+        loopguard.policy.PolicyError: the policy does not validate.
+        LoopGuardInterrupt: (from the callbacks, out of ``invoke``) a stop in enforce mode.
 
-    async def on_chain_start(self, serialized: dict[str, Any], inputs: dict[str, Any], *, run_id: UUID,
-                             parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        self._chain_start(inputs, run_id, parent_run_id)
+    LangChain logs a warning ("Error in LoopGuardCallbackHandler.on_tool_end callback") for
+    the interrupt before it propagates; that is the framework's logging, not a failure.
+    """
 
-    async def on_chain_end(self, outputs: dict[str, Any], *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        self._chain_end(outputs, run_id, parent_run_id)
 
-    async def on_chain_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        self._chain_error(error, run_id, parent_run_id)
-
-    async def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID,
-                                  parent_run_id: UUID | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        self._model_start(metadata, run_id, parent_run_id)
-
-    async def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], *, run_id: UUID,
-                           parent_run_id: UUID | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        self._model_start(metadata, run_id, parent_run_id)
-
-    async def on_llm_end(self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        self._llm_end(response, run_id, parent_run_id)
-
-    async def on_llm_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        self._forget(run_id, parent_run_id)
-
-    async def on_tool_start(self, serialized: dict[str, Any], input_str: str, *, run_id: UUID, parent_run_id: UUID | None = None,
-                            inputs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        self._tool_start(serialized, input_str, inputs, kwargs.get("tool_call_id"), run_id, parent_run_id)
-
-    async def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        self._tool_end(output, kwargs.get("tool_call_id"), None, run_id, parent_run_id)
-
-    async def on_tool_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        self._tool_end(f"{type(error).__name__}: {error}", kwargs.get("tool_call_id"), True, run_id, parent_run_id)
-
+class AsyncLoopGuardCallbackHandler(_Callbacks, AsyncCallbackHandler):
+    """The handler for ``ainvoke`` / ``astream`` (same arguments, reports and interrupts as
+    :class:`LoopGuardCallbackHandler`). An :class:`AsyncCallbackHandler` so async callback
+    managers treat it as one; its callbacks run inline (see :class:`_Callbacks` for why)."""
