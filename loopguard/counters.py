@@ -67,6 +67,9 @@ def check_budgets(
     ``budgets`` is the policy's :class:`~loopguard.policy.schema.Budgets`.
     """
 
+    if budgets.tool_calls is None and budgets.steps is None and budgets.tokens is None and budgets.cost_usd is None and not tool_budgets:
+        return None  # the common case: nothing to check
+
     def scoped(budget: Budget) -> Counters:
         return turn if budget.scope == "turn" else run
 

@@ -25,18 +25,23 @@ class GuardAction(str, Enum):
 
     @property
     def severity(self) -> int:
-        return _ACTION_SEVERITY[self]
+        return _ACTION_SEVERITY[self._value_]
 
     def at_least(self, other: "GuardAction") -> bool:
         """True when this action is as severe as ``other`` or more."""
-        return _ACTION_SEVERITY[self] >= _ACTION_SEVERITY[other]
+        return _ACTION_SEVERITY[self._value_] >= _ACTION_SEVERITY[other._value_]
 
     @classmethod
     def most_severe(cls, *actions: "GuardAction") -> "GuardAction":
-        return max(actions, key=_ACTION_SEVERITY.__getitem__, default=cls.CONTINUE)
+        best = cls.CONTINUE
+        for action in actions:
+            if _ACTION_SEVERITY[action._value_] > _ACTION_SEVERITY[best._value_]:
+                best = action
+        return best
 
 
-_ACTION_SEVERITY = {action: index for index, action in enumerate(GuardAction)}
+# Keyed by value strings: Enum members hash in Python code, strings in C (hot path).
+_ACTION_SEVERITY = {"continue": 0, "warn": 1, "replan": 2, "pause": 3, "stop": 4}
 
 
 class VerdictKind(str, Enum):
@@ -52,17 +57,10 @@ class VerdictKind(str, Enum):
     @property
     def strictness(self) -> int:
         """Deny-overrides order (DESIGN §4): block > unavailable > cancel > budget_spent > answer > allow."""
-        return _VERDICT_STRICTNESS[self]
+        return _VERDICT_STRICTNESS[self._value_]
 
 
-_VERDICT_STRICTNESS = {
-    VerdictKind.ALLOW: 0,
-    VerdictKind.ANSWER: 1,
-    VerdictKind.BUDGET_SPENT: 2,
-    VerdictKind.CANCEL: 3,
-    VerdictKind.UNAVAILABLE: 4,
-    VerdictKind.BLOCK: 5,
-}
+_VERDICT_STRICTNESS = {"allow": 0, "answer": 1, "budget_spent": 2, "cancel": 3, "unavailable": 4, "block": 5}
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +155,10 @@ class Verdict:
 ALLOW = Verdict()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Decision:
-    """The guard's decision for one step.
+    """The guard's decision for one step (treat it as read-only; it is not frozen only
+    because frozen dataclasses cost several µs more to build on the hot path).
 
     Attributes:
         step: 0-based index of the step in the session (counting tool calls, handoffs and messages).

@@ -12,23 +12,49 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from .signature import canonical_value
+from .signature import _ENCODER, canonical_value
 
 #: Outputs are compared on at most this many characters (plus a digest of the rest).
-MAX_COMPARED = 4096
+MAX_COMPARED = 2048
 
-_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+# All volatile parts contain a digit, so text without digits skips every pattern below;
+# patterns run on lowercased text (case-sensitive matching is much faster in ``re``).
+_HAS_DIGIT = re.compile(r"\d")
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 _TIMESTAMP = re.compile(
-    r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?\b|\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b"
+    r"\b\d{4}-\d\d-\d\d[t ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:z|[+-]\d\d:?\d\d)?\b|\b\d{1,2}:\d\d:\d\d(?:\.\d+)?\b"
 )
 # A token that mixes letters and digits and is at least 4 long reads as a generated id
 # ("7f02", "req_9ac1"); long digit runs read as counters, epochs or request numbers.
-_GENERATED_ID = re.compile(r"\b(?=[A-Za-z_-]*\d)(?=\d*[A-Za-z])[A-Za-z0-9_-]{4,}\b")
-_LONG_NUMBER = re.compile(r"\b\d{6,}\b")
-_COUNTER = re.compile(r"(?i)\b(attempt|try|retry|iteration|request|req|seq|sequence|run|trace|pid)\s*[#:=]?\s*\d+\b|#\d+\b")
-_SPACE = re.compile(r"\s+")
+# Generated ids ("7f02", "req_9ac1"), long digit runs and counters ("attempt 3", "#12") are
+# found token by token: on this hot path, str.split and a few string tests beat any
+# single regular expression over the whole text.
+_IDENTIFIER = re.compile(r"[a-z0-9_-]+")
+_SUBTOKEN = re.compile(r"\b(?=[a-z_]*\d)(?=\d*[a-z])[a-z0-9_]{4,}\b|\b\d{6,}\b")
+_COUNTER_WORDS = frozenset({"attempt", "try", "retry", "iteration", "request", "req", "seq", "sequence", "run", "trace", "pid"})
+_PUNCTUATION = "\"',;:()[]{}.!?<>="
+
+
+def _volatile_token(token: str, previous: str) -> str:
+    core = token.strip(_PUNCTUATION)
+    if not core:
+        return token
+    if core[0] == "#" and core[1:].isdigit():
+        return token.replace(core, "<counter>")
+    if core.isdigit():
+        if previous.strip(_PUNCTUATION) in _COUNTER_WORDS:
+            return token.replace(core, "<counter>")
+        return token.replace(core, "<n>") if len(core) >= 6 else token
+    if _IDENTIFIER.fullmatch(core) is None:
+        return _SUBTOKEN.sub(lambda match: "<n>" if match.group().isdigit() else "<id>", token)
+    if len(core) >= 4 and not core.replace("-", "").replace("_", "").isdigit() and any(char.isalpha() for char in core):
+        return token.replace(core, "<id>")
+    return token
+
+
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
 
 
@@ -39,26 +65,50 @@ def output_text(output: Any) -> str:
     if output is None:
         return ""
     try:
-        return json.dumps(canonical_value(output), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return _ENCODER.encode(canonical_value(output))
     except (TypeError, ValueError):
         return str(output)
 
 
+@lru_cache(maxsize=1024)
+def _normalize_short(text: str) -> str:
+    return _normalize(text)
+
+
 def normalize(text: str) -> str:
-    """Replace volatile parts (UUIDs, timestamps, generated ids, long numbers, counters) and fold space."""
+    """Lowercase, replace volatile parts (UUIDs, timestamps, generated ids, long numbers,
+    counters) and fold whitespace. Texts longer than :data:`MAX_COMPARED` characters are
+    compared on their head plus a digest of the rest."""
+    if len(text) < 512:
+        return _normalize_short(text)  # repeated outputs (the stuck case) are read once
     if len(text) > MAX_COMPARED:
-        text = text[:MAX_COMPARED] + hashlib.blake2b(text[MAX_COMPARED:].encode("utf-8", "replace"), digest_size=8).hexdigest()
-    text = _UUID.sub("<uuid>", text)
-    text = _TIMESTAMP.sub("<time>", text)
-    text = _COUNTER.sub("<counter>", text)
-    text = _GENERATED_ID.sub("<id>", text)
-    text = _LONG_NUMBER.sub("<n>", text)
-    return _SPACE.sub(" ", text).strip().lower()
+        # The tail is compared exactly: a volatile part there can only make two outputs
+        # look different (a missed loop), never the same (a false alarm).
+        return _normalize(text[:MAX_COMPARED]) + f" <tail {hash(text[MAX_COMPARED:])}>"
+    return _normalize(text)
+
+
+def _normalize(text: str) -> str:
+    text = text.lower()
+    if _HAS_DIGIT.search(text) is not None:
+        if text.count("-") >= 4:
+            text = _UUID.sub("<uuid>", text)
+        if ":" in text:
+            text = _TIMESTAMP.sub("<time>", text)
+        tokens = text.split()
+        previous = ""
+        for index, token in enumerate(tokens):
+            if not token.isalpha() and _HAS_DIGIT.search(token) is not None:
+                tokens[index] = _volatile_token(token, previous)
+            previous = token
+        return " ".join(tokens)
+    return " ".join(text.split())
 
 
 def fingerprint(text: str) -> int:
-    """64-bit digest of a normalised text."""
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest(), "big")
+    """Digest of a normalised text (Python's string hash: stable within a process, which is
+    all a session needs)."""
+    return hash(text)
 
 
 _EMPTY_LITERALS = frozenset({"", "[]", "{}", "null", "none", "nil", "n/a", '""', "''", "[[]]", "no", "nothing", "empty"})
@@ -67,10 +117,10 @@ _EMPTY_PHRASE = re.compile(
     r"annotations?|messages?|events?|objects?|values?|lines?|\w+s)\b|nothing\b|empty\b|(?:no|none)\s+(?:found|returned|available))"
 )
 _PENDING = re.compile(
-    r"(?i)\b(queued|pending|running|in[ _-]?progress|processing|waiting|not[ _-]ready|scheduled|starting|"
+    r"\b(queued|pending|running|in[ _-]?progress|processing|waiting|not[ _-]ready|scheduled|starting|"
     r"initiali[sz]ing|building|deploying|provisioning|started|accepted)\b"
 )
-_TERMINAL = re.compile(r"(?i)\b(succeeded|success|completed?|done|finished|failed|failure|error|cancell?ed|aborted|ready)\b")
+_TERMINAL = re.compile(r"\b(succeeded|success|completed?|done|finished|failed|failure|error|cancell?ed|aborted|ready)\b")
 
 
 def is_empty(normalized: str) -> bool:
@@ -86,6 +136,7 @@ def is_pending(text: str) -> bool:
     """True when the output reports a valid non-terminal state (a healthy poll), e.g. "state: RUNNING"."""
     if len(text) > 400:
         return False
+    text = text.lower()
     return _PENDING.search(text) is not None and _TERMINAL.search(text) is None
 
 
@@ -99,27 +150,33 @@ _PERMANENT_CODES = frozenset({400, 401, 403, 404, 405, 410, 422})
 _RETRYABLE_CODES = frozenset({408, 425, 429, 500, 502, 503, 504})
 # A status code counts only at the start of the output or after a status word, so
 # "page 1401" and "401 rows" in a sentence are not failures.
-_STATUS = re.compile(
-    r"(?i)(?:^\W*|\b(?:http(?:/\d(?:\.\d)?)?|status(?:[ _]code)?|error(?:[ _]code)?|code|response)\W{0,3})([1-5]\d\d)\b"
-)
+# A status code counts only at the start of the output or right after a status word, so
+# "page 1401" and "401 rows" in a sentence are not failures. Candidates are found with a
+# simple pattern first; the context test runs only for them.
+_THREE_DIGITS = re.compile(r"\b[1-5]\d\d\b")
+_STATUS_CONTEXT = re.compile(r"(?:^\W*|\b(?:http(?:/\d(?:\.\d)?)?|status(?:[ _]code)?|error(?:[ _]code)?|code|response)\W{0,3})$")
 _RETRYABLE_WORDS = re.compile(
-    r"(?i)\b(rate[ _-]?limit(?:ed)?|too many requests|time[ _-]?out|timed out|temporarily unavailable|service unavailable|"
+    r"\b(rate[ _-]?limit(?:ed)?|too many requests|time[ _-]?out|timed out|temporarily unavailable|service unavailable|"
     r"try again|retry[ _-]after|connection (?:reset|refused|aborted)|overloaded|server busy|throttl(?:ed|ing)|bad gateway|gateway timeout)\b"
 )
 _PERMANENT_WORDS = re.compile(
-    r"(?i)\b(unauthori[sz]ed|unauthenticated|not authenticated|authentication failed|auth(?:entication)? error|invalid (?:api )?(?:key|token|credentials?)|"
+    r"\b(unauthori[sz]ed|unauthenticated|not authenticated|authentication failed|auth(?:entication)? error|invalid (?:api )?(?:key|token|credentials?)|"
     r"forbidden|permission denied|access denied|not permitted|invalid request|bad request|not found|no such \w+|does not exist|"
     r"unknown (?:tool|function|command|parameter|argument)|schema|validation error|invalid (?:argument|parameter|input)s?|"
     r"missing required|unprocessable|not supported|unsupported)\b"
 )
-_ERROR_START = re.compile(r"(?i)^\W*(error|exception|traceback|fatal|failed|failure|panic)\b")
-_EXIT_CODE = re.compile(r"(?i)\[?exit(?:ed)?(?: with)? (?:code|status)[:= ]*([1-9]\d*)\]?")
+_ERROR_START = re.compile(r"^\W*(error|exception|traceback|fatal|failed|failure|panic)\b")
+_EXIT_CODE = re.compile(r"\[?exit(?:ed)?(?: with)? (?:code|status)[:= ]*([1-9]\d*)\]?")
 
 
 def status_code(text: str) -> int | None:
     """The HTTP-like status code the output reports, if any (only in a status context)."""
-    match = _STATUS.search(text[:300])
-    return int(match.group(1)) if match else None
+    head = text[:300].lower()
+    for match in _THREE_DIGITS.finditer(head):
+        start = match.start()
+        if _STATUS_CONTEXT.search(head, max(0, start - 20), start) is not None:
+            return int(match.group())
+    return None
 
 
 def looks_like_error(text: str, output: Any = None) -> bool:
@@ -128,19 +185,20 @@ def looks_like_error(text: str, output: Any = None) -> bool:
         flag = output.get("error")
         if flag not in (None, False, "", 0):
             return True
-    head = text[:300]
+    head = text[:300].lower()
     if _ERROR_START.match(head):
         return True
     code = status_code(head)
     if code is not None and code >= 400:
         return True
-    return _EXIT_CODE.search(text[-200:]) is not None
+    tail = text[-200:].lower()
+    return "xit" in tail and _EXIT_CODE.search(tail) is not None
 
 
 def classify_failure(text: str) -> str:
     """``permanent`` (401/403, invalid request, not found, schema), ``retryable`` (429, 503, timeouts)
     or ``deterministic`` (anything else: the same input will fail the same way)."""
-    head = text[:600]
+    head = text[:600].lower()
     code = status_code(head)
     if code in _RETRYABLE_CODES:
         return RETRYABLE
@@ -153,16 +211,15 @@ def classify_failure(text: str) -> str:
     return DETERMINISTIC
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Observation:
     """One tool output, read once.
 
     Attributes:
         text: the output as text.
         fingerprint: digest of the normalised text (volatile parts replaced).
-        shape: digest of the normalised text with all numbers removed (for errors and messages).
+        shape: digest of the normalised text with all numbers removed (failures only; else the fingerprint).
         empty: the output carries no information.
-        pending: the output reports a non-terminal state (queued, running, ...).
         error: the call failed (flagged by the tool or inferred from the output).
         failure_class: ``permanent``, ``retryable`` or ``deterministic`` for failures, else ``None``.
     """
@@ -171,7 +228,6 @@ class Observation:
     fingerprint: int
     shape: int
     empty: bool
-    pending: bool
     error: bool
     failure_class: str | None
 
@@ -181,12 +237,12 @@ def observe(output: Any, error: bool | None = None) -> Observation:
     text = output_text(output)
     normalized = normalize(text)
     failed = looks_like_error(text, output) if error is None else bool(error)
+    digest = fingerprint(normalized)
     return Observation(
         text=text,
-        fingerprint=fingerprint(normalized),
-        shape=fingerprint(_DIGITS.sub("#", normalized)),
+        fingerprint=digest,
+        shape=fingerprint(_DIGITS.sub("#", normalized)) if failed else digest,
         empty=(not failed) and is_empty(normalized),
-        pending=(not failed) and is_pending(text),
         error=failed,
         failure_class=classify_failure(text) if failed else None,
     )

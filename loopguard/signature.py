@@ -139,13 +139,7 @@ def parse_arguments(arguments: Any) -> Any:
 
 def canonical_json(arguments: Any) -> str:
     """Canonical JSON text of ``arguments``: sorted keys, no whitespace, normalised numbers."""
-    return json.dumps(
-        canonical_value(parse_arguments(arguments)),
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-    )
+    return _ENCODER.encode(canonical_value(parse_arguments(arguments)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +150,7 @@ class Signature:
         tool: the tool name.
         arguments: the canonical arguments (JSON-safe data).
         text: ``tool`` and the canonical JSON of the arguments, the identity of the call.
-        key: a 64-bit integer digest of ``text``, cheap to store in detector windows.
+        key: an integer digest of ``text``, cheap to store in detector windows.
     """
 
     tool: str
@@ -168,10 +162,30 @@ class Signature:
         return self.text
 
 
+_FLAT_TYPES = (str, int, bool, type(None))
+# One encoder, built once: json.dumps with options builds a new encoder on every call.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _flat_copy(arguments: Any) -> dict[str, Any] | None:
+    """A copy of a flat mapping of strings, ints, bools and nulls (already canonical), else None."""
+    if type(arguments) is not dict:
+        return None
+    for key, value in arguments.items():
+        kind = type(value)
+        if type(key) is not str or kind not in _FLAT_TYPES or (kind is str and len(value) > MAX_STRING):
+            return None
+    return dict(arguments)
+
+
 def signature_of(tool: str, arguments: Any) -> Signature:
-    """Compute the signature of a call to ``tool`` with ``arguments`` (never raises)."""
-    canonical = canonical_value(parse_arguments(arguments))
-    body = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    text = f"{tool}({body})"
-    key = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
-    return Signature(tool=str(tool), arguments=canonical, text=text, key=key)
+    """Compute the signature of a call to ``tool`` with ``arguments`` (never raises).
+
+    ``key`` uses Python's string hash: stable within a process, which is all a session needs.
+    """
+    parsed = parse_arguments(arguments)
+    canonical = _flat_copy(parsed)  # the common case skips the recursive walk
+    if canonical is None:
+        canonical = canonical_value(parsed)
+    text = f"{tool}({_ENCODER.encode(canonical)})"
+    return Signature(tool=str(tool), arguments=canonical, text=text, key=hash(text))

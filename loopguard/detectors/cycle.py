@@ -36,12 +36,17 @@ class Cycle:
         self._tools.append(record.tool)
         if not self.config.enabled:
             return None
-        keys = list(self._keys)
+        keys = self._keys
+        size = len(keys)
+        key = record.signature.key
         repeats = self.config.repeats
         for period in range(2, self.config.max_period + 1):
             span = period * repeats
-            if span > len(keys):
+            if span > size:
                 break
+            if keys[size - 1 - period] != key:
+                continue  # cheap test first: the pending call must recur one period back
+            keys = list(keys)
             tail = keys[-span:]
             block = tail[:period]
             if len(set(block)) < 2:

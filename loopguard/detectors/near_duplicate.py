@@ -61,7 +61,7 @@ _RANGE_KEYS = frozenset(key for pair in _RANGE_PAIRS for key in pair) | {"page",
 _LENGTH_KEYS = frozenset({"limit", "take", "count"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Shape:
     signature: int
     structure: tuple[Any, ...]
@@ -91,6 +91,8 @@ def _number(value: Any) -> float | None:
 
 
 def _span(arguments: dict[str, Any]) -> tuple[float, float] | None:
+    if not any(str(key).lower() in _RANGE_KEYS for key in arguments):
+        return None
     lowered = {str(key).lower(): value for key, value in arguments.items()}
     for low_key, high_key in _RANGE_PAIRS:
         low, high = _number(lowered.get(low_key)), _number(lowered.get(high_key))
@@ -125,15 +127,32 @@ def shape_of(record: CallRecord) -> _Shape:
         if lowered in _THROWAWAY_KEYS or (span is not None and lowered in _RANGE_KEYS):
             continue
         if isinstance(value, str):
-            if _VOLATILE_VALUE.match(value.strip()):
+            if len(value) >= 10 and _VOLATILE_VALUE.match(value.strip()):
                 continue
-            if len(value.split()) >= 2:
+            if " " in value.strip():
                 text_keys.append(key)
                 words |= _words(value)
                 continue
-        exact.append((key, repr(value)[:500]))
+        exact.append((key, value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)[:500]))
     structure = (record.tool, tuple(exact), tuple(text_keys), span is not None)
     return _Shape(record.signature.key, structure, frozenset(words), span)
+
+
+def _plain(arguments: Any) -> bool:
+    """True for flat arguments with no text, range, throwaway key or volatile value."""
+    if type(arguments) is not dict:
+        return False
+    for key, value in arguments.items():
+        kind = type(value)
+        if kind is str:
+            if " " in value or (len(value) >= 10 and _VOLATILE_VALUE.match(value) is not None):
+                return False
+        elif kind is not int and kind is not bool and value is not None:
+            return False
+        lowered = key.lower()
+        if lowered in _RANGE_KEYS or lowered in _THROWAWAY_KEYS:
+            return False
+    return True
 
 
 def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
@@ -148,12 +167,18 @@ class NearDuplicate:
     def __init__(self, config: NearDuplicateDetector) -> None:
         self.config = config
         self._recent: BoundedMap[str, deque[tuple[_Shape, bool]]] = BoundedMap(256)
+        self._shapes: BoundedMap[int, _Shape] = BoundedMap(256)  # repeated calls are read once
 
     def reconfigure(self, config: NearDuplicateDetector) -> None:
         self.config = config
 
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
-        shape = shape_of(record)
+        if _plain(record.signature.arguments):
+            return None  # exact values only: a near-duplicate would be an identical call, the repeat detector's job
+        shape = self._shapes.get(record.signature.key)
+        if shape is None:
+            shape = shape_of(record)
+            self._shapes.put(record.signature.key, shape)
         recent = self._recent.get(record.tool)
         if recent is None or recent.maxlen != self.config.window:
             recent = deque(recent or (), maxlen=self.config.window)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..decisions import Signal
 from ..policy.schema import NoProgressDetector
+from ..observations import is_pending
 from .base import BoundedMap, CallRecord, RunMemory
 
 _TOOLS_REMEMBERED = 256
@@ -50,23 +51,23 @@ class NoProgress:
         repeated_output = identity in seen
 
         kind = "same_output"
+        identical = stats.last_fingerprint == observation.fingerprint
         if observation.error:
             stale = repeated_output
             kind = "same_failure"
-        elif observation.pending:
-            if stats.last_fingerprint == observation.fingerprint:
-                stats.identical_pending += 1
-            else:
-                stats.identical_pending = 1
+            stats.identical_pending = 0
+        elif (identical or repeated_output) and is_pending(observation.text):
+            # Only a repeated observation can be a stalled poll, so the pending test runs rarely.
+            stats.identical_pending = stats.identical_pending + 1 if identical else 0
             patience = record.pending_patience or self.config.poll_patience
-            stale = stats.identical_pending > patience
+            stale = stats.identical_pending >= patience
             kind = "stalled_poll"
         elif observation.empty:
             stale = True
             kind = "empty_result"
+            stats.identical_pending = 0
         else:
             stale = repeated_output
-        if not observation.pending:
             stats.identical_pending = 0
 
         stats.advancing = (

@@ -22,6 +22,8 @@ class Repeat:
         self.config = config
         self._window: deque[int] = deque()
         self._counts: Counter[int] = Counter()
+        self._last: int | None = None
+        self._run_length = 0  # how many times in a row the last signature came
 
     def reconfigure(self, config: RepeatDetector) -> None:
         self.config = config
@@ -39,7 +41,9 @@ class Repeat:
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
         key = record.signature.key
         earlier = self._counts.get(key, 0)
-        consecutive = bool(self._window) and all(item == key for item in list(self._window)[-(self.config.threshold - 1):])
+        self._run_length = self._run_length + 1 if key == self._last else 1
+        self._last = key
+        consecutive = self._run_length >= self.config.threshold
         self._window.append(key)
         self._counts[key] += 1
         if len(self._window) > self.config.window:

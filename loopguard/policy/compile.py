@@ -141,6 +141,8 @@ class CompiledPolicy:
 
     def action_for(self, risk: float) -> GuardAction:
         """Map a risk (0..1) to the action whose threshold it reaches."""
+        if risk <= 0.0 and self.model.thresholds.warn > 0.0:
+            return GuardAction.CONTINUE
         thresholds = self.model.thresholds
         if risk >= thresholds.stop:
             return GuardAction.STOP

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Mapping
@@ -124,17 +125,33 @@ class CompiledCondition:
     _tree: Any = field(repr=False, compare=False)
 
     def evaluate(self, names: Mapping[str, Any]) -> Any:
-        evaluator = _Evaluator(names)
-        return evaluator.eval(self.text, previously_parsed=self._tree)
+        evaluator = _evaluator()
+        evaluator.names = {**CONDITION_CONSTANTS, **names}
+        try:
+            return evaluator.eval(self.text, previously_parsed=self._tree)
+        finally:
+            evaluator.names = CONDITION_CONSTANTS
 
     def test(self, names: Mapping[str, Any]) -> bool:
         """True when the condition holds (raises on evaluation errors)."""
         return bool(self.evaluate(names))
 
 
+_LOCAL = threading.local()
+
+
+def _evaluator() -> "_Evaluator":
+    """This thread's evaluator: building one costs far more than evaluating a condition,
+    and an evaluator holds the names of the evaluation in progress, so threads don't share."""
+    evaluator = getattr(_LOCAL, "evaluator", None)
+    if evaluator is None:
+        evaluator = _LOCAL.evaluator = _Evaluator()
+    return evaluator
+
+
 class _Evaluator(simpleeval.SimpleEval):
-    def __init__(self, names: Mapping[str, Any]) -> None:
-        super().__init__(functions=CONDITION_FUNCTIONS, names={**CONDITION_CONSTANTS, **names})
+    def __init__(self) -> None:
+        super().__init__(functions=CONDITION_FUNCTIONS, names=CONDITION_CONSTANTS)
         self.operators = dict(self.operators)
         self.operators[ast.Pow] = _bounded_power
         self.operators[ast.Add] = _bounded_add
