@@ -16,10 +16,10 @@ from __future__ import annotations
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .policy.compile import CompiledPolicy
-from .policy.store import PolicyStore, StoreStatus
+from .policy.store import PolicyStore, ReloadEvent, StoreStatus
 from .session import Session
 
 
@@ -38,13 +38,28 @@ class Guard:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_file(cls, path: str | Path = "loopguard.yml", profile: str | None = None, **options: Any) -> "Guard":
+    def from_file(
+        cls,
+        path: str | Path = "loopguard.yml",
+        profile: str | None = None,
+        watch: bool = False,
+        on_reload: Callable[[ReloadEvent], object] | None = None,
+        **options: Any,
+    ) -> "Guard":
         """A guard for a policy file (or ``builtin:NAME``).
+
+        Args:
+            path: the policy file or ``builtin:NAME``.
+            profile: the profile to apply (``None``: ``$LOOPGUARD_PROFILE`` if set).
+            watch: reload in the background when the file (or a file it extends) changes;
+                an edit that does not validate never takes effect (see ``docs/operations.md``).
+            on_reload: called with a :class:`ReloadEvent` after each reload that changed
+                the revision or failed.
 
         Raises:
             loopguard.policy.PolicyError: the policy does not validate (every problem, with positions).
         """
-        return cls(PolicyStore(path, profile=profile), **options)
+        return cls(PolicyStore(path, profile=profile, watch=watch, on_change=on_reload), **options)
 
     @classmethod
     def from_policy(cls, policy: CompiledPolicy | str | Path = "builtin:default", profile: str | None = None, **options: Any) -> "Guard":
@@ -52,6 +67,16 @@ class Guard:
         if isinstance(policy, CompiledPolicy):
             return cls(PolicyStore.of(policy), **options)
         return cls.from_file(policy, profile=profile, **options)
+
+    def close(self) -> None:
+        """Stop watching the policy file (if watching) and flush nothing else; idempotent."""
+        self.store.close()
+
+    def __enter__(self) -> "Guard":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     @property
     def policy(self) -> CompiledPolicy:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .calls import ModelUsage, ToolCall, ToolResult
 from .counters import Counters, check_budgets
+from .decision_log import record_decision
 from .decisions import ALLOW, Decision, GuardAction, Signal, Verdict, VerdictKind
 from .detectors.base import CallRecord, RunMemory
 from .detectors.cycle import Cycle
@@ -33,9 +34,15 @@ from .policy.compile import CompiledPolicy, CompiledRule
 from .rules import evaluate_rules
 from .signature import signature_of
 
+_CONTINUE = GuardAction.CONTINUE
+_SEVERITY = {action.value: index for index, action in enumerate(GuardAction)}
+_REPLAN_SEVERITY = _SEVERITY["replan"]
+
 PolicySource = CompiledPolicy | Callable[[], CompiledPolicy] | Any
 
 #: Argument names that carry the target agent of a handoff tool call.
+#: Signals about the pending call that stay active through its result.
+_CARRIED = frozenset({"repeat", "cycle", "near_duplicate", "handoff"})
 _HANDOFF_ARGUMENTS = ("agent_name", "agent", "target", "target_agent", "to", "to_agent", "name", "assignee")
 _HANDOFF_PREFIXES = ("transfer_to", "handoff", "hand_off", "delegate_to", "route_to")
 
@@ -313,7 +320,7 @@ class Session:
                 for rule in outcome.budget_rules:
                     key = (rule.id, self._scope_key(rule.spec.scope))
                     self._rule_budgets[key] = self._rule_budgets.get(key, 0) + 1
-        carried = tuple(signal for signal in decision.signals if signal.detector in ("repeat", "cycle", "near_duplicate", "handoff"))
+        carried = tuple(signal for signal in signals if signal.detector in _CARRIED) if signals else ()
         self._remember_in_flight(call, record, carried)
         return decision
 
@@ -328,9 +335,13 @@ class Session:
         minimum: GuardAction = GuardAction.CONTINUE,
     ) -> Decision:
         signals = tuple(signals)
-        risk = self._risk(policy, signals)
-        action = GuardAction.most_severe(policy.action_for(risk), minimum)
-        if verdict_record is not None and action.at_least(GuardAction.REPLAN):
+        if not signals and minimum is _CONTINUE:
+            risk, action = 0.0, policy.action_for(0.0)
+        else:
+            risk = self._risk(policy, signals)
+            action = GuardAction.most_severe(policy.action_for(risk), minimum)
+        severity = _SEVERITY[action._value_]
+        if verdict_record is not None and severity >= _REPLAN_SEVERITY:
             reasons = "; ".join(s.message for s in signals if s.score > 0 and s.detector != "rule") or "the run is stuck"
             template = _DETECTOR_MESSAGES[action]
             if action is GuardAction.PAUSE:
@@ -356,12 +367,17 @@ class Session:
             call_index=record.index if record is not None else None,
         )
         self._decisions.append(decision)
-        if self.worst is None or action.severity > self.worst.action.severity:
+        if policy.model.log is not None:
+            record_decision(policy, self.run_id, decision, self.thread_id)
+        if severity:
+            if self.worst is None or severity > _SEVERITY[self.worst.action._value_]:
+                self.worst = decision
+            if self.first_intervention is None and severity >= _REPLAN_SEVERITY:
+                self.first_intervention = decision
+            if action is GuardAction.STOP:
+                self.stopped = True
+        elif self.worst is None:
             self.worst = decision
-        if self.first_intervention is None and action.at_least(GuardAction.REPLAN):
-            self.first_intervention = decision
-        if action is GuardAction.STOP:
-            self.stopped = True
         return decision
 
     @staticmethod

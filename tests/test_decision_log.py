@@ -155,12 +155,14 @@ def test_session_decisions_reach_the_log(tmp_path: Path) -> None:
     policy = load_policy(path)
     session = Session(policy, run_id="run-9")
     call = ToolCall("search", {"q": "flights"})
+    decisions = []
     for _ in range(4):
-        # What Session._decide will do once hooked: record every decision of a policy with a log.
-        record_decision(policy, session.run_id, session.before_call(call))
-        record_decision(policy, session.run_id, session.after_call(call, ToolResult(output=[])))
+        decisions.append(session.before_call(call))
+        decisions.append(session.after_call(call, ToolResult(output=[])))
     decision_log.close_all()
     records = read(tmp_path / "decisions.jsonl")
+    logged = [d for d in decisions if d.action.value != "continue" or d.verdict.kind.value != "allow"]
+    assert len(records) == len(logged)  # every non-continue decision, each exactly once
     assert records, "the repeated empty search must be logged"
     assert {record["run_id"] for record in records} == {"run-9"}
     assert {record["revision"] for record in records} == {policy.revision}

@@ -1,0 +1,128 @@
+"""Per-step cost and session memory under the default policy, at growing run lengths.
+
+Prints µs per step (median of repeated runs) for synthetic runs of 100, 1,000,
+10,000 and 100,000 steps, the ratio of the longest to the shortest, the peak memory
+a session holds (tracemalloc, MB above an empty interpreter baseline), and the time to
+replay the 200 tau-bench runs when ../shared/data is present.
+
+    python bench/bench_session.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+from loopguard import Guard, ToolCall, ToolResult
+
+LENGTHS = (100, 1_000, 10_000, 100_000)
+
+
+def synthetic_steps(count: int, seed: int = 7) -> list[tuple[ToolCall, ToolResult]]:
+    """A mixed run: fresh searches, reads of a growing id space, paging, polls, a few
+    identical repeats and transient failures. Each call + result pair is two steps."""
+    rng = random.Random(seed)
+    pairs = []
+    for index in range(count // 2):
+        roll = rng.random()
+        if roll < 0.35:
+            call = ToolCall("search_flights", {"origin": "JFK", "destination": rng.choice(["SEA", "SFO", "LAX", "ORD"]), "date": f"2024-05-{index % 28 + 1:02d}"}, id=f"c{index}")
+            result = ToolResult(f'[{{"flight": "HAT{index % 997:03d}", "price": {100 + index % 400}}}]')
+        elif roll < 0.6:
+            call = ToolCall("get_reservation_details", {"reservation_id": f"R{index:06d}"}, id=f"c{index}")
+            result = ToolResult(f'{{"reservation_id": "R{index:06d}", "status": "active", "passengers": {1 + index % 3}}}')
+        elif roll < 0.75:
+            call = ToolCall("list_orders", {"status": "open", "page": index % 50 + 1}, id=f"c{index}")
+            result = ToolResult(f"ids {index * 50}-{index * 50 + 49}")
+        elif roll < 0.85:
+            call = ToolCall("job_status", {"job": "build-77"}, id=f"c{index}")
+            result = ToolResult(f"running {index % 100}%")
+        elif roll < 0.95:
+            call = ToolCall("calculate", {"expression": f"{index} + {index % 17}"}, id=f"c{index}")
+            result = ToolResult(str(index + index % 17))
+        else:
+            call = ToolCall("http_get", {"url": f"https://api.example.test/v1/items/{index % 13}"}, id=f"c{index}")
+            result = ToolResult("HTTP 503 Service Unavailable", error=True)
+        pairs.append((call, result))
+    return pairs
+
+
+def run_once(guard: Guard, pairs: list[tuple[ToolCall, ToolResult]]) -> float:
+    session = guard.session(run_id="bench")
+    start = time.perf_counter()
+    for call, result in pairs:
+        session.before_call(call)
+        session.after_call(call, result)
+    return time.perf_counter() - start
+
+
+def per_step_us(guard: Guard, count: int, repeats: int) -> float:
+    pairs = synthetic_steps(count)
+    timings = []
+    for _ in range(repeats):
+        gc.collect()
+        timings.append(run_once(guard, pairs) / (2 * len(pairs)) * 1e6)
+    return statistics.median(timings)
+
+
+def session_memory_mb(guard: Guard, count: int) -> float:
+    pairs = synthetic_steps(count)
+    gc.collect()
+    tracemalloc.start()
+    baseline = tracemalloc.get_traced_memory()[0]
+    session = guard.session(run_id="memory")
+    for call, result in pairs:
+        session.before_call(call)
+        session.after_call(call, result)
+    held = tracemalloc.get_traced_memory()[0] - baseline
+    tracemalloc.stop()
+    del session
+    return held / 1e6
+
+
+def replay_tau_bench() -> str:
+    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau-bench" / "gpt-4o-airline.json"
+    if not data.exists():
+        return "tau-bench data not found; skipped"
+    from loopguard.policy import load_policy
+    from loopguard.traces import read_trace, replay_run
+
+    policy = load_policy("builtin:default")
+    start = time.perf_counter()
+    runs = read_trace(data)
+    parsed = time.perf_counter()
+    reports = [replay_run(policy, run) for run in runs]
+    done = time.perf_counter()
+    calls = sum(report.tool_calls for report in reports)
+    return (
+        f"tau-bench replay: {len(reports)} runs, {calls} tool calls: parse {1e3 * (parsed - start):.0f} ms, "
+        f"replay {1e3 * (done - parsed):.0f} ms ({1e6 * (done - parsed) / max(calls, 1):.1f} µs per tool call incl. result)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (for CI smoke runs)")
+    args = parser.parse_args(argv)
+    guard = Guard.from_policy("builtin:default")
+    print(f"python {sys.version.split()[0]}, policy builtin:default revision {guard.policy.revision}")
+    print(f"{'steps':>8} {'µs/step':>9} {'vs 100':>7} {'session MB':>11}")
+    first = None
+    for count in LENGTHS:
+        repeats = 3 if args.quick or count >= 100_000 else 7
+        cost = per_step_us(guard, count, repeats)
+        first = first or cost
+        memory = session_memory_mb(guard, count)
+        print(f"{count:>8} {cost:>9.2f} {cost / first:>6.2f}x {memory:>11.3f}")
+    print(replay_tau_bench())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
