@@ -77,7 +77,7 @@ def test_report_shape_and_reset() -> None:
     assert report["events"][1]["input_tokens"] == 120 and report["events"][1]["model"] == "scripted-1"
     assert [(d["tool"], d["verdict"]) for d in report["decisions"]] == [("shell", "block")]  # only decisions that do more than continue
     metrics = report["metrics"]
-    assert metrics["tool_calls"] == 2 and metrics["tool_results"] == 2 and metrics["model_calls"] == 2 - 1
+    assert metrics["tool_calls"] == 2 and metrics["tool_results"] == 2 and metrics["model_calls"] == 1  # the final answer carries no usage
     assert metrics["guard_us_total"] > 0 and metrics["guard_us_per_step"] > 0
     handler.reset()
     assert handler.report()["events"] == [] and handler.session() is None

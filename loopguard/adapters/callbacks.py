@@ -89,6 +89,8 @@ PolicyArg = str | Path | CompiledPolicy | Guard
 EVENT_TEXT_LIMIT = 500
 #: Tool-call ids remembered per run (decisions, pending calls, recorded results); oldest dropped.
 ID_MEMORY = 4096
+#: Live child runs tracked per handler (run id -> root run id); the oldest are forgotten past it.
+ROOTS_MEMORY = 65536
 
 
 def make_guard(policy: PolicyArg | None = None, profile: str | None = None) -> Guard:
@@ -164,6 +166,7 @@ class GuardedRun:
         #: so a per-call guard sharing the run must not report them again.
         self.observes_input = False
         self.user_marker: Any = None  # the latest user message already reported
+        self.last_issuer: Any = None  # id of the AIMessage whose batch a per-call guard judged last
         self.last_agent: str | None = None
         self._decided = _BoundedIds()  # tool-call id -> before-call decision
         self._calls = _BoundedIds()  # tool-call id -> ToolCall awaiting its result
@@ -573,6 +576,9 @@ class _HandlerCore:
             if root is None:
                 root = self._roots.get(parent_run_id, parent_run_id) if parent_run_id is not None else run_id
                 self._roots[run_id] = root
+                if len(self._roots) > ROOTS_MEMORY:
+                    # runs that never reported their end (cancelled tasks): forget the oldest
+                    del self._roots[next(iter(self._roots))]
             return root
 
     def _forget(self, run_id: UUID, parent_run_id: UUID | None) -> None:

@@ -123,12 +123,17 @@ def _issuer(messages: Sequence[Any], call_id: str | None) -> AIMessage | None:
     return None
 
 
-def _latest_human(messages: Sequence[Any]) -> tuple[Any, str] | None:
-    """(marker, text) of the latest user message of a state: its id, else its position."""
+def _latest_human(messages: Sequence[Any], since: Any = None) -> tuple[Any, str] | None:
+    """(marker, text) of the latest user message of a state (marker: its id, else its
+    position), looking back no further than the AIMessage whose id is ``since`` (the batch
+    judged before): a user message older than that was already reported, and stopping there
+    keeps the cost per batch independent of the run's length."""
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if isinstance(message, HumanMessage):
             return (message.id or ("index", index)), message_text(message.content)
+        if since is not None and isinstance(message, AIMessage) and message.id == since:
+            return None
     return None
 
 
@@ -272,10 +277,12 @@ class LoopGuardToolWrapper:
 
     def _judge_batch(self, run: GuardedRun, call: ToolCall, messages: list[Any]) -> Decision:
         if not run.observes_input:
-            human = _latest_human(messages)
+            human = _latest_human(messages, since=run.last_issuer)
             if human is not None:
                 run.user_message(human[1], marker=human[0])
         issuer = _issuer(messages, call.id)
+        if issuer is not None and issuer.id:
+            run.last_issuer = issuer.id
         if issuer is None:  # a call from outside the state (a Send payload, a direct invoke)
             return run.decide_batch([call])[0]
         usage = usage_of(issuer)
