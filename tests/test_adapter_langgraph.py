@@ -470,3 +470,24 @@ def test_stream_sees_handoffs_between_agent_nodes() -> None:
     messages = list(LoopGuard(policy()).stream(graph.compile(), user()))
     handoffs = [m for m in messages if m["type"] == "event" and m["kind"] == "handoff"]
     assert [(h["caller"], h["agent"]) for h in handoffs] == [("researcher", "writer")]
+
+
+def test_stream_sees_a_subgraph_once() -> None:
+    """With subgraphs=True a nested agent's messages arrive in its own updates and again in
+    its parent's update; each step is observed once and no handoff is invented."""
+    from loopguard.adapters.callbacks import LoopGuardCallbackHandler
+
+    tools = Tools()
+    inner = build_graph(ScriptedChatModel(script=[ai(("search", {"q": "a"}), usage=(10, 1)), ai(("search", {"q": "b"})), AIMessage("notes")]), tools)
+    outer = StateGraph(MessagesState)
+    outer.add_node("research", inner)
+    outer.add_edge(START, "research")
+    app = outer.compile()
+    guard = LoopGuard(policy())
+    messages = list(guard.stream(app, user()))
+    kinds = [m["kind"] for m in messages if m["type"] == "event"]
+    assert kinds == ["user_message", "model_call", "tool_call", "tool_result", "tool_call", "tool_result", "agent_message"]
+    assert guard.session().tool_calls == 2 and guard.session().run.tokens == 11
+    handler = LoopGuardCallbackHandler(policy())
+    app.invoke(user(), {"callbacks": [handler]})
+    assert [e["kind"] for e in handler.report()["events"]] == kinds  # the callback adapter sees the same steps
