@@ -8,7 +8,7 @@ What the default policy (builtin:default) does, step by step:
 
 1. book_table(amount=90) runs and fails.
 2. book_table(amount=90) runs again and fails with the same error. The failure detector
-   now sees a permanent failure repeated with nothing new in between: the decision on that
+   now sees the same deterministic failure repeated with nothing new in between: the decision on that
    result is ``replan``.
 3. The third identical call is blocked before it runs: the model reads a ``guard_error``
    payload telling it to change its approach. The tool does not execute.

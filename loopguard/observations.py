@@ -165,6 +165,8 @@ _PERMANENT_WORDS = re.compile(
     r"unknown (?:tool|function|command|parameter|argument)|schema|validation error|invalid (?:argument|parameter|input)s?|"
     r"missing required|unprocessable|not supported|unsupported)\b"
 )
+# Context overflow is a failure of the step wherever it is said (the condensation-loop kind).
+_CONTEXT_OVERFLOW = re.compile(r"\b(?:context (?:window|length) (?:exceeded|overflow)|maximum context length|prompt is too long|token limit exceeded)\b")
 _ERROR_START = re.compile(r"^\W*(error|exception|traceback|fatal|failed|failure|panic)\b")
 _EXIT_CODE = re.compile(r"\[?exit(?:ed)?(?: with)? (?:code|status)[:= ]*([1-9]\d*)\]?")
 
@@ -186,7 +188,7 @@ def looks_like_error(text: str, output: Any = None) -> bool:
         if flag not in (None, False, "", 0):
             return True
     head = text[:300].lower()
-    if _ERROR_START.match(head):
+    if _ERROR_START.match(head) or ("context" in head or "token" in head or "prompt" in head) and _CONTEXT_OVERFLOW.search(head):
         return True
     code = status_code(head)
     if code is not None and code >= 400:

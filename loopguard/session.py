@@ -342,7 +342,7 @@ class Session:
             action = GuardAction.most_severe(policy.action_for(risk), minimum)
         severity = _SEVERITY[action._value_]
         if verdict_record is not None and severity >= _REPLAN_SEVERITY:
-            reasons = "; ".join(s.message for s in signals if s.score > 0 and s.detector != "rule") or "the run is stuck"
+            reasons = "; ".join(s.message for s in signals if s.detector == "budget" or (s.score > 0 and s.detector != "rule")) or "the run is stuck"
             template = _DETECTOR_MESSAGES[action]
             if action is GuardAction.PAUSE:
                 detector_verdict = Verdict(VerdictKind.CANCEL, rule=_detector_rule(signals), reason=template.format(reasons=reasons))

@@ -55,6 +55,7 @@ class CallRecord:
     observation: Observation | None = None
     handoff_target: str | None = None
     pending_patience: int | None = None
+    rereads_known_range: bool = False  # set by near_duplicate: the call reads a range already read
 
     @property
     def tool(self) -> str:
@@ -70,6 +71,7 @@ class SignatureStats:
     advancing: bool = False  # the latest result differed from the one before, without error
     last_failure: str | None = None  # failure class of the latest result, if it failed
     identical_pending: int = 0  # consecutive identical pending observations
+    polling: bool = False  # the latest result repeated a pending state within the poll patience
     failures: dict[int, int] = field(default_factory=dict)  # error shape -> identical failures
     novel_at_failure: dict[int, int] = field(default_factory=dict)  # error shape -> novel count at last failure
 

@@ -199,6 +199,7 @@ class NearDuplicate:
                 similar += 1
                 signatures.add(earlier.signature)
         reread = shape.span is not None and _inside(shape.span, covered)
+        record.rereads_known_range = reread  # its result can only repeat what was read (no_progress)
         recent.append((shape, reread))
         if not self.config.enabled:
             return None

@@ -1,6 +1,7 @@
 """no_progress: results that bring nothing new.
 
-A result is *stale* when it is empty ("no results", ``[]``), when the same tool has
+A result is *stale* when it is empty ("no results", ``[]``), when it re-reads a range
+already read (see near_duplicate), when the same tool has
 already returned it (compared after normalising volatile parts, so "stored record
 7f02" and "stored record 7f03" are the same), or when it repeats a failure already
 seen. A result that reports a pending state (queued, running, ...) is a healthy poll
@@ -61,15 +62,22 @@ class NoProgress:
             stats.identical_pending = stats.identical_pending + 1 if identical else 0
             patience = record.pending_patience or self.config.poll_patience
             stale = stats.identical_pending >= patience
+            stats.polling = not stale
             kind = "stalled_poll"
         elif observation.empty:
             stale = True
             kind = "empty_result"
             stats.identical_pending = 0
+        elif record.rereads_known_range:
+            stale = True
+            kind = "reread"
+            stats.identical_pending = 0
         else:
             stale = repeated_output
             stats.identical_pending = 0
 
+        if kind != "stalled_poll":
+            stats.polling = False
         stats.advancing = (
             not observation.error
             and not observation.empty
@@ -95,6 +103,7 @@ class NoProgress:
             "same_failure": "failed the same way as before",
             "stalled_poll": "reported the same pending state",
             "same_output": "returned what it had returned before",
+            "reread": "re-read a range already read",
         }[kind]
         signal = Signal(
             detector=self.name,

@@ -3,7 +3,8 @@
 Counts occurrences of the pending call's signature among the last ``window`` calls
 with a ring buffer and a counter, so the cost per call is O(1). A repeat whose
 results keep advancing (a poll that moves from queued to running to done) or whose
-latest result was a retryable failure (429, 503) is healthy and raises no signal.
+latest result was a retryable failure (429, 503), or that is a poll still reporting a
+pending state within the poll patience, is healthy and raises no signal.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class Repeat:
         if not self.config.enabled or occurrences < self.config.threshold:
             return None
         stats = memory.signatures.get(key)
-        if stats is not None and (stats.advancing or stats.last_failure == "retryable"):
+        if stats is not None and (stats.advancing or stats.polling or stats.last_failure == "retryable"):
             return None
         kind = "identical_call" if consecutive else "interleaved_repeat"
         return Signal(
