@@ -154,7 +154,13 @@ _RETRYABLE_CODES = frozenset({408, 425, 429, 500, 502, 503, 504})
 # "page 1401" and "401 rows" in a sentence are not failures. Candidates are found with a
 # simple pattern first; the context test runs only for them.
 _THREE_DIGITS = re.compile(r"\b[1-5]\d\d\b")
-_STATUS_CONTEXT = re.compile(r"(?:^\W*|\b(?:http(?:/\d(?:\.\d)?)?|status(?:[ _]code)?|error(?:[ _]code)?|code|response)\W{0,3})$")
+_STATUS_CONTEXT = re.compile(r"\b(?:http(?:/\d(?:\.\d)?)?|status(?:[ _]code)?|error(?:[ _]code)?|code|response)\W{0,3}$")
+# At the very start of an output a number is a status code only with its reason phrase
+# ("403 Forbidden", "503 Service Unavailable"), so "401 rows exported" is not a failure.
+_REASON_PHRASE = re.compile(
+    r"\W*(?:ok|created|accepted|no content|bad|unauthori[sz]ed|payment|forbidden|not|method|conflict|gone|precondition|"
+    r"unprocessable|too|internal|service|gateway|request|error|unavailable|timeout|upgrade|locked|failed)\b"
+)
 _RETRYABLE_WORDS = re.compile(
     r"\b(rate[ _-]?limit(?:ed)?|too many requests|time[ _-]?out|timed out|temporarily unavailable|service unavailable|"
     r"try again|retry[ _-]after|connection (?:reset|refused|aborted)|overloaded|server busy|throttl(?:ed|ing)|bad gateway|gateway timeout)\b"
@@ -176,7 +182,10 @@ def status_code(text: str) -> int | None:
     head = text[:300].lower()
     for match in _THREE_DIGITS.finditer(head):
         start = match.start()
-        if _STATUS_CONTEXT.search(head, max(0, start - 20), start) is not None:
+        if head[:start].strip(" \t\n\"'[({:-") == "":
+            if _REASON_PHRASE.match(head, match.end()) is not None:
+                return int(match.group())
+        elif _STATUS_CONTEXT.search(head, max(0, start - 20), start) is not None:
             return int(match.group())
     return None
 

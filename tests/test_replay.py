@@ -129,6 +129,7 @@ def test_decision_entries_shape() -> None:
         "risk": 0.3,
         "verdict": "allow",
         "rule": None,
+        "mode": "enforce",
         "signals": [{"detector": "repeat", "kind": "identical_call", "score": 0.6, "message": "the same call again", "evidence": {}}],
     }
 

@@ -10,7 +10,9 @@ identical failure is a replan, unless new information arrived between the failur
 escalates only if the next call brings nothing new either.
 
 Before a call runs, a call that has already failed identically ``attempts`` times is
-judged the same way, so the retry can be blocked.
+judged the same way, so the retry can be blocked. For tools whose ``kind`` is ``write``
+the first identical retry after a (non-retryable) failure is already judged so: a
+write may have half-applied, and repeating it verbatim is riskier than a read.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ class Failure:
         if stats is None or stats.last_failure is None or not stats.failures:
             return None
         count = max(stats.failures.values())
+        if record.tool_kind == "write" and stats.last_failure != RETRYABLE:
+            # An identical write after a failure escalates faster: it may have half-applied.
+            count = max(count, self.config.attempts)
         score = self._score(stats.last_failure, count)
         if score is None:
             return None

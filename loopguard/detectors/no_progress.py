@@ -43,6 +43,8 @@ class NoProgress:
         """
         observation = record.observation
         assert observation is not None
+        if record.tool_kind == "think":
+            return None, False  # a scratchpad brings no information from the world, and takes none away
         stats = memory.stats(record.signature.key)
         seen = self._seen.get(record.tool)
         if seen is None:
@@ -57,7 +59,7 @@ class NoProgress:
             stale = repeated_output
             kind = "same_failure"
             stats.identical_pending = 0
-        elif (identical or repeated_output) and is_pending(observation.text):
+        elif (identical or repeated_output) and (record.tool_kind == "poll" or is_pending(observation.text)):
             # Only a repeated observation can be a stalled poll, so the pending test runs rarely.
             stats.identical_pending = stats.identical_pending + 1 if identical else 0
             patience = record.pending_patience or self.config.poll_patience

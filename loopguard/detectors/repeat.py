@@ -50,8 +50,8 @@ class Repeat:
         if len(self._window) > self.config.window:
             self._evict()
         occurrences = earlier + 1
-        if not self.config.enabled or occurrences < self.config.threshold:
-            return None
+        if not self.config.enabled or occurrences < self.config.threshold or record.tool_kind == "poll":
+            return None  # a poll tool repeats by design; no_progress judges whether it is stalled
         stats = memory.signatures.get(key)
         if stats is not None and (stats.advancing or stats.polling or stats.last_failure == "retryable"):
             return None

@@ -16,6 +16,8 @@ from loopguard.decisions import Decision, GuardAction, VerdictKind
 
 #: Judgements of a labelled run.
 OK, PREMATURE, LATE, MISSED, FALSE_ALARM = "ok", "premature", "late", "missed", "false_alarm"
+#: A stuck run intervened in its window, but with an action its label does not accept.
+WRONG_ACTION = "wrong_action"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +36,7 @@ class ReportedDecision:
         return self.decision.action
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"step", "phase", "tool", "action", "risk", "verdict", "rule", "signals"}``."""
+        """``{"step", "phase", "tool", "action", "risk", "verdict", "rule", "mode", "signals"}``."""
         decision = self.decision
         return {
             "step": self.step,
@@ -44,6 +46,7 @@ class ReportedDecision:
             "risk": round(decision.risk, 4),
             "verdict": decision.verdict.kind.value,
             "rule": decision.rule,
+            "mode": decision.mode,
             "signals": [signal.to_dict() for signal in decision.signals],
         }
 
@@ -81,10 +84,12 @@ def _window(value: Any) -> tuple[int, int] | None:
     return None
 
 
-def judge(meta: dict[str, Any], first_intervention: int | None) -> Expected | None:
+def judge(meta: dict[str, Any], first_intervention: int | None, action: GuardAction | None = None) -> Expected | None:
     """Judge a run against its label (``None`` for unlabelled runs).
 
-    A stuck run without a usable window is ``ok`` whenever the guard intervened.
+    A stuck run without a usable window is ``ok`` whenever the guard intervened. When the
+    label lists ``acceptable_decisions`` and ``action`` (the most severe action reached at
+    the first intervention's step) is not among them, the run is judged ``wrong_action``.
     """
     label = meta.get("label")
     if not isinstance(label, str):
@@ -100,6 +105,9 @@ def judge(meta: dict[str, Any], first_intervention: int | None) -> Expected | No
         judged = LATE
     else:
         judged = OK
+        accepted = meta.get("acceptable_decisions")
+        if action is not None and isinstance(accepted, list) and accepted and action.value not in accepted:
+            judged = WRONG_ACTION
     return Expected(label=label, acceptable_window=window, judged=judged)
 
 
@@ -147,7 +155,10 @@ class RunReport:
     @property
     def expected(self) -> Expected | None:
         first = self.first_intervention
-        return judge(self.meta, first.step if first is not None else None)
+        if first is None:
+            return judge(self.meta, None)
+        action = GuardAction.most_severe(*(item.action for item in self.decisions if item.step == first.step))
+        return judge(self.meta, first.step, action)
 
     def reasons(self) -> list[str]:
         """The signal messages of the decision where the verdict was first reached, deduplicated."""
