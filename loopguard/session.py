@@ -296,8 +296,6 @@ class Session:
             budget_verdict = Verdict(VerdictKind.BUDGET_SPENT, rule=f"budget:{breach.name}", message=breach.message)
             if budget_verdict.kind.strictness > verdict.kind.strictness:
                 verdict = budget_verdict
-        elif verdict.kind is VerdictKind.BUDGET_SPENT:
-            minimum = GuardAction.REPLAN
 
         memory = self._memory
         for detector in (self._repeat, self._cycle, self._near_duplicate, self._failure):
@@ -311,7 +309,8 @@ class Session:
 
         runs = verdict.kind is VerdictKind.ALLOW
         decision = self._decide(policy, "before_call", signals, verdict, record, record, minimum=minimum)
-        if decision.verdict.kind is VerdictKind.ALLOW and runs:
+        # In observe mode the adapter runs every call, so budgets must count it.
+        if (decision.verdict.kind is VerdictKind.ALLOW and runs) or policy.mode == "observe":
             self.run.tool_calls += 1
             self.turn.tool_calls += 1
             self.run.per_tool[call.name] = self.run.per_tool.get(call.name, 0) + 1

@@ -89,8 +89,13 @@ def test_tau_bench_successful_runs_are_left_alone(profile: str | None) -> None:
         if decision["phase"] == "before_call" and decision["verdict"] != "allow"
     ]
     assert {run_id for run_id, _ in refused} == CANCELLED_SUCCESSFUL_RUNS
-    assert len(refused) == CANCELLED_SUCCESSFUL_CALLS
-    assert {(decision["verdict"], decision["rule"]) for _, decision in refused} == {("cancel", "booking-writes-need-confirmation")}
+    cancels = [(run_id, decision) for run_id, decision in refused if decision["verdict"] == "cancel"]
+    assert len(cancels) == CANCELLED_SUCCESSFUL_CALLS
+    assert {decision["rule"] for _, decision in cancels} == {"booking-writes-need-confirmation"}
+    # The one success that retries a failed write verbatim: as a write (kind: write) its
+    # identical retry is blocked before it runs, not only flagged after its result.
+    blocks = [(run_id, decision["step"], decision["rule"]) for run_id, decision in refused if decision["verdict"] != "cancel"]
+    assert blocks == [("task13-trial2", 6, "detector:failure")]
 
 
 def test_tau_bench_failed_runs_are_caught() -> None:
