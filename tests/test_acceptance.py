@@ -1,0 +1,126 @@
+"""The foundation issue's acceptance criteria, on the shared labelled data and tau-bench.
+
+Uses the shipped default policy with no tool traits. The data lives outside the
+repository (``../shared/data``); these tests are skipped only where it is absent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from loopguard.decisions import GuardAction
+from loopguard.policy import load_policy
+from loopguard.traces import read_trace, replay_file, replay_run
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+TAU = DATA / "tau-bench" / "gpt-4o-airline.json"
+
+needs_data = pytest.mark.skipif(not DATA.exists(), reason="../shared/data is not next to this checkout")
+
+
+@pytest.fixture(scope="module")
+def policy():
+    return load_policy("builtin:default")
+
+
+@needs_data
+@pytest.mark.parametrize("name", ["basic.json", "incidents.json"])
+def test_every_labelled_case_is_handled(policy, name: str) -> None:
+    reports = replay_file(policy, DATA / "cases" / name)
+    judged = {report.run_id: report.expected.judged for report in reports}
+    assert judged == {run_id: "ok" for run_id in judged}
+    assert len(judged) == {"basic.json": 7, "incidents.json": 12}[name]
+
+
+def test_more_cases_of_each_kind_are_handled(policy) -> None:
+    """Kinds the issue names beyond the shared cases: interleaved repeats, wrap-around
+    paging, near-duplicates, re-reads, condensation loops, monologues, and healthy shapes."""
+    reports = replay_file(policy, REPO / "tests" / "fixtures" / "kinds" / "held_back_kinds.json")
+    assert {report.run_id: report.expected.judged for report in reports} == {
+        "interleaved-repeat": "ok",
+        "wrap-around-paging": "ok",
+        "near-duplicate-rewording": "ok",
+        "near-duplicate-nonce": "ok",
+        "reread-ranges": "ok",
+        "condensation-loop": "ok",
+        "monologue": "ok",
+        "healthy-fanout-with-empties": "ok",
+        "healthy-edit-test-cycle": "ok",
+        "healthy-supervisor": "ok",
+    }
+
+
+@needs_data
+def test_specific_first_interventions(policy) -> None:
+    reports = {report.run_id: report for report in replay_file(policy, DATA / "cases" / "incidents.json")}
+    first = {run_id: (r.first_intervention.step, r.first_intervention.action.value) for run_id, r in reports.items() if r.first_intervention}
+    assert first["rw11-openhands-invalid-api-key-loop"] == (1, "stop")  # a permanent 401 repeated
+    assert first["rw04-claude-code-identical-failing-command"] == (1, "replan")  # deterministic, nothing new between
+    assert first["rw07-openhands-build-install-pingpong"] == (3, "stop")  # not at 2: the install in between was new
+    assert first["rw18-growing-page-empty-results"] == (4, "replan")
+    assert first["rw13-adk-transfer-pingpong"] == (3, "stop")
+    assert "rh03-job-status-polling-identical-results" not in first
+
+
+def _identical_failure_twice(run: dict) -> int | None:
+    """Index (among tool calls) of the call whose identical call + identical error is the second."""
+    results = {m["tool_call_id"]: m["content"] for m in run["traj"] if m["role"] == "tool"}
+    seen: Counter = Counter()
+    index = -1
+    for message in run["traj"]:
+        for call in message.get("tool_calls") or []:
+            index += 1
+            output = results.get(call["id"], "")
+            if not output.startswith("Error"):
+                continue
+            key = (call["function"]["name"], json.dumps(json.loads(call["function"]["arguments"]), sort_keys=True), output)
+            seen[key] += 1
+            if seen[key] == 2:
+                return index
+    return None
+
+
+@needs_data
+def test_tau_bench_successful_runs_are_left_alone_and_repeated_failures_caught(policy) -> None:
+    raw = {f"task{run['task_id']}-trial{run['trial']}": run for run in json.loads(TAU.read_text())}
+    reports = [replay_run(policy, run) for run in read_trace(TAU)]
+    assert len(reports) == 200 and sum(report.tool_calls for report in reports) == 1164
+    assert all(report.error is None for report in reports)
+    successful = [report for report in reports if raw[report.run_id]["reward"] == 1.0]
+    assert len(successful) == 84
+    assert [r.run_id for r in successful if r.verdict is GuardAction.STOP] == []
+    intervened = [r.run_id for r in successful if r.verdict.at_least(GuardAction.REPLAN)]
+    assert len(intervened) <= 3
+    # The one success that does retry an identical failing call verbatim (steps 4 and 6).
+    assert intervened == ["task13-trial2"]
+    late = []
+    for report in reports:
+        second = _identical_failure_twice(raw[report.run_id])
+        if second is None:
+            continue
+        first = report.first_intervention
+        if first is None or first.step > second + 1:
+            late.append(report.run_id)
+    assert late == []
+    assert sum(_identical_failure_twice(run) is not None for run in raw.values()) == 11
+
+
+def test_example_traces(policy) -> None:
+    verdicts = {}
+    for path in sorted((REPO / "examples" / "traces").glob("*.json")):
+        verdicts.update({report.run_id: report.verdict.value for report in replay_file(policy, path)})
+    assert verdicts == {
+        "booking-retry-loop": "stop",
+        "parallel-lookups": "continue",
+        "order-lookup-loop": "stop",
+        "export-polling": "continue",
+        "expired-token": "stop",
+        "rate-limited-then-ok": "continue",
+        "paging-past-the-end": "replan",
+        "triage-pingpong": "stop",
+    }

@@ -1,0 +1,101 @@
+"""Signatures and observations: canonical forms, odd input, and word-level matching."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from loopguard.observations import PERMANENT, RETRYABLE, classify_failure, is_pending, normalize, observe, status_code
+from loopguard.signature import MAX_STRING, canonical_json, signature_of
+
+
+def test_key_order_whitespace_and_number_forms_do_not_change_a_signature() -> None:
+    first = signature_of("search", {"q": "x", "page": 1, "opts": {"b": 2.0, "a": [1, 2]}})
+    second = signature_of("search", '{ "opts": {"a": [1, 2], "b": 2}, "page": 1.0, "q": "x" }')
+    assert first.text == second.text == 'search({"opts":{"a":[1,2],"b":2},"page":1,"q":"x"})'
+    assert first.key == second.key
+    assert signature_of("search", {"q": "x", "page": True}).text != signature_of("search", {"q": "x", "page": 1}).text
+
+
+def test_odd_arguments_never_raise() -> None:
+    cyclic: dict = {"name": "loop"}
+    cyclic["self"] = cyclic
+    assert canonical_json(cyclic) == '{"name":"loop","self":"<cycle>"}'
+    assert canonical_json({"x": math.nan, "y": -math.inf}) == '{"x":"NaN","y":"-Infinity"}'
+    huge = signature_of("write", {"text": "a" * (MAX_STRING + 1)})
+    assert huge.text.startswith('write({"text":"<str len=2049 digest=')
+    assert signature_of("t", {1: {3, 1, 2}, "b": b"\x00\x01"}).text == 't({"1":[1,2,3],"b":"<bytes len=2 digest=fb34657ab5e1f0e4>"})'
+    deep: list = []
+    node = deep
+    for _ in range(100):
+        node.append([])
+        node = node[0]
+    assert "<deep>" in canonical_json(deep)
+    assert signature_of("t", "not json {").text == 't("not json {")'
+
+
+def test_random_values_never_crash_a_signature() -> None:
+    rng = random.Random(3)
+    atoms = [None, True, 0, -1, 2**70, 1.5, math.nan, "", "é", "x" * 5000, b"b", object(), (1, 2), frozenset({1})]
+
+    def value(depth: int):
+        if depth > 4 or rng.random() < 0.4:
+            return rng.choice(atoms)
+        if rng.random() < 0.5:
+            return [value(depth + 1) for _ in range(rng.randint(0, 4))]
+        return {rng.choice(["a", "b", 3, None, 2.0]): value(depth + 1) for _ in range(rng.randint(0, 4))}
+
+    for _ in range(500):
+        assert signature_of("tool", value(0)).text.startswith("tool(")
+
+
+def test_volatile_parts_are_normalised_and_progress_is_kept() -> None:
+    assert normalize("stored record 7f02") == normalize("stored record 7f03") == "stored record <id>"
+    assert normalize("at 2024-05-13T10:00:00Z, request 1234 id 123e4567-e89b-12d3-a456-426614174000") == "at <time>, request <counter> id <uuid>"
+    assert normalize("running 10%") != normalize("running 60%")
+    assert normalize("epoch 1/6 - loss 2.31") != normalize("epoch 2/6 - loss 1.87")
+    assert normalize("ids 1-50") != normalize("ids 51-100")
+
+
+@pytest.mark.parametrize(
+    ("text", "empty"),
+    [("no results", True), ("[]", True), ("0 rows returned (total reported by server: 180)", True), ("nothing to summarize", True),
+     ("ids 1-50", False), ("no rule to make target", False), ("4 consultants: C-101", False)],
+)
+def test_empty_observations(text: str, empty: bool) -> None:
+    assert observe(text).empty is empty
+
+
+def test_status_codes_and_failure_words_are_matched_as_words() -> None:
+    assert status_code("HTTP 429 Too Many Requests") == 429
+    assert status_code("403 forbidden") == 403
+    assert status_code("page 1401 of the author index") is None
+    assert status_code("401 rows exported") is None  # at the start, a code needs its reason phrase
+    assert status_code("404 Not Found") == 404
+    assert status_code("listed 401 rows") is None
+    assert observe("page 1401 of the author index").error is False
+    assert classify_failure("Error: author not allowed to merge") == "deterministic"
+    assert classify_failure("Error: author field is empty") == "deterministic"
+    assert classify_failure("401 Unauthorized: invalid API key") == PERMANENT
+    assert classify_failure("Error: the request timed out") == RETRYABLE
+    assert classify_failure("HTTP 503 Service Unavailable") == RETRYABLE
+    assert classify_failure("Error: reservation not found") == PERMANENT
+    assert classify_failure("Error: gift card balance is not enough") == "deterministic"
+
+
+def test_errors_are_inferred_when_the_result_has_no_flag() -> None:
+    assert observe("Error: flight HAT030 not available").error is True
+    assert observe("make: *** No rule to make target 'x'.\n[exit code 2]").error is True
+    assert observe("up to date\n[exit code 0]").error is False
+    assert observe({"error": "boom"}).error is True
+    assert observe("Context window exceeded. Keeping events with IDs: {0, 1}").error is True
+    assert observe("all good", error=True).error is True
+
+
+def test_pending_states() -> None:
+    assert is_pending("state: RUNNING") is True
+    assert is_pending("status: queued") is True
+    assert is_pending("state: SUCCEEDED") is False
+    assert is_pending("job failed while running") is False
