@@ -87,7 +87,7 @@ class Session:
         self._policy = _resolver(policy)
         self.run_id = run_id
         self.thread_id = thread_id
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # public methods never call each other
         current = self._policy()
         self._revision = current.revision
         detectors = current.detectors
@@ -97,6 +97,7 @@ class Session:
         self._failure = Failure(detectors.failure)
         self._handoff = Handoff(detectors.handoff)
         self._near_duplicate = NearDuplicate(detectors.near_duplicate)
+        self._call_detectors = (self._repeat, self._cycle, self._near_duplicate, self._failure)  # judge pending calls
         self._memory = RunMemory()
         self.run = Counters()
         self.turn = Counters()
@@ -277,18 +278,21 @@ class Session:
         self.turn.steps += 1
 
         rules = policy.rules_for(call.name)
-        outcome = evaluate_rules(
-            rules,
-            {"tool": call.name, "arguments": record.signature.arguments, "id": call.id, "agent": call.agent},
-            lambda: self._condition_names(call, record, policy),
-            self._rule_budget_count,
-            policy.mode,
-        ) if rules else None
-        signals: list[Signal] = list(outcome.notes) if outcome else []
-        verdict = outcome.verdict if outcome else ALLOW
+        if rules:
+            outcome = evaluate_rules(
+                rules,
+                {"tool": call.name, "arguments": record.signature.arguments, "id": call.id, "agent": call.agent},
+                lambda: self._condition_names(call, record, policy),
+                self._rule_budget_count,
+                policy.mode,
+            )
+            signals: list[Signal] = list(outcome.notes)
+            verdict = outcome.verdict
+        else:
+            outcome, signals, verdict = None, [], ALLOW
 
         minimum = GuardAction.CONTINUE
-        breach = check_budgets(policy.budgets, policy.tool_budgets(call.name), call.name, self.run, self.turn)
+        breach = check_budgets(policy.budgets, policy.tool_budgets(call.name), call.name, self.run, self.turn) if policy.has_budgets else None
         if breach is not None:
             signals.append(Signal("budget", breach.name, 0.0, breach.message, {"limit": breach.budget.limit, "value": breach.value}))
             stop = breach.budget.on_exceed == "stop"
@@ -298,7 +302,7 @@ class Session:
                 verdict = budget_verdict
 
         memory = self._memory
-        for detector in (self._repeat, self._cycle, self._near_duplicate, self._failure):
+        for detector in self._call_detectors:
             signal = detector.pending(record, memory)
             if signal is not None:
                 signals.append(signal)

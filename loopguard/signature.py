@@ -142,33 +142,56 @@ def canonical_json(arguments: Any) -> str:
     return _ENCODER.encode(canonical_value(parse_arguments(arguments)))
 
 
-@dataclass(frozen=True, slots=True)
 class Signature:
     """The canonical, hashable form of one tool call.
 
     Attributes:
         tool: the tool name.
         arguments: the canonical arguments (JSON-safe data).
-        text: ``tool`` and the canonical JSON of the arguments, the identity of the call.
-        key: an integer digest of ``text``, cheap to store in detector windows.
+        key: an integer digest of the canonical call, cheap to store in detector windows
+            (Python's hash: stable within a process, which is all a session needs).
+        text: ``tool(canonical JSON of the arguments)``, the readable identity of the
+            call; built on first use, since only messages need it.
     """
 
-    tool: str
-    arguments: Any
-    text: str
-    key: int
+    __slots__ = ("tool", "arguments", "key", "_text")
+
+    def __init__(self, tool: str, arguments: Any, key: int, text: str | None = None) -> None:
+        self.tool = tool
+        self.arguments = arguments
+        self.key = key
+        self._text = text
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = f"{self.tool}({_ENCODER.encode(self.arguments)})"
+        return self._text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Signature) and other.key == self.key and other.text == self.text
+
+    def __hash__(self) -> int:
+        return self.key
+
+    def __repr__(self) -> str:
+        return f"Signature({self.text!r})"
 
     def __str__(self) -> str:
         return self.text
 
 
-_FLAT_TYPES = (str, int, bool, type(None))
+_FLAT_TYPES = (str, int, type(None))
 # One encoder, built once: json.dumps with options builds a new encoder on every call.
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def _flat_copy(arguments: Any) -> dict[str, Any] | None:
-    """A copy of a flat mapping of strings, ints, bools and nulls (already canonical), else None."""
+    """A copy of a flat mapping of strings, ints and nulls (already canonical), else None.
+
+    Booleans are left to the general path: ``True == 1`` would make the tuple key
+    below confuse them.
+    """
     if type(arguments) is not dict:
         return None
     for key, value in arguments.items():
@@ -179,13 +202,15 @@ def _flat_copy(arguments: Any) -> dict[str, Any] | None:
 
 
 def signature_of(tool: str, arguments: Any) -> Signature:
-    """Compute the signature of a call to ``tool`` with ``arguments`` (never raises).
-
-    ``key`` uses Python's string hash: stable within a process, which is all a session needs.
-    """
+    """Compute the signature of a call to ``tool`` with ``arguments`` (never raises)."""
+    tool = str(tool)
     parsed = parse_arguments(arguments)
-    canonical = _flat_copy(parsed)  # the common case skips the recursive walk
+    canonical = _flat_copy(parsed)  # the common case skips the recursive walk and the JSON text
     if canonical is None:
         canonical = canonical_value(parsed)
-    text = f"{tool}({_ENCODER.encode(canonical)})"
-    return Signature(tool=str(tool), arguments=canonical, text=text, key=hash(text))
+        flat = _flat_copy(canonical)
+        if flat is None:
+            text = f"{tool}({_ENCODER.encode(canonical)})"
+            return Signature(tool, canonical, hash(text), text)
+    # Equal flat mappings give equal sorted item tuples, whichever path produced them.
+    return Signature(tool, canonical, hash((tool, tuple(sorted(canonical.items())))))

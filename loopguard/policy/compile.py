@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..decisions import GuardAction
@@ -101,6 +102,14 @@ class CompiledPolicy:
     @property
     def mode(self) -> str:
         return self.model.mode
+
+    @cached_property
+    def has_budgets(self) -> bool:
+        """True when any run budget (steps, tool calls, tokens, cost, per tool) is set."""
+        budgets = self.model.budgets
+        return bool(budgets.per_tool) or any(
+            budget is not None for budget in (budgets.steps, budgets.tool_calls, budgets.tokens, budgets.cost_usd)
+        )
 
     @property
     def detectors(self) -> Detectors:
