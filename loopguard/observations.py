@@ -222,38 +222,63 @@ def classify_failure(text: str) -> str:
     return DETERMINISTIC
 
 
-@dataclass(slots=True)
+# Lowercased text without digits and the letters a-f: outputs that differ only in volatile
+# parts (numbers, hex ids, UUIDs, timestamps) share it, so the costly normalisation runs
+# only when two outputs already share a skeleton.
+_SKELETON = str.maketrans("", "", "0123456789abcdef")
+
+
 class Observation:
-    """One tool output, read once.
+    """One tool output, read once; the normalised fingerprint is computed on demand.
 
     Attributes:
-        text: the output as text.
-        fingerprint: digest of the normalised text (volatile parts replaced).
-        shape: digest of the normalised text with all numbers removed (failures only; else the fingerprint).
+        text: the output as text (its first :data:`MAX_COMPARED` characters).
+        exact: digest of the whole text.
+        skeleton: digest of the text without digits and hex letters (equal for outputs
+            that differ only in volatile parts; a cheap first test).
         empty: the output carries no information.
         error: the call failed (flagged by the tool or inferred from the output).
         failure_class: ``permanent``, ``retryable`` or ``deterministic`` for failures, else ``None``.
+        shape: for failures, the digest of the normalised text with all numbers removed.
     """
 
-    text: str
-    fingerprint: int
-    shape: int
-    empty: bool
-    error: bool
-    failure_class: str | None
+    __slots__ = ("text", "exact", "skeleton", "empty", "error", "failure_class", "shape", "_tail", "_fingerprint")
+
+    def __init__(self, text: str, error: bool, failure_class: str | None) -> None:
+        self.exact = hash(text)
+        self._tail = hash(text[MAX_COMPARED:]) if len(text) > MAX_COMPARED else None
+        self.text = text[:MAX_COMPARED]
+        folded = " ".join(self.text.lower().split())
+        self.skeleton = hash(folded.translate(_SKELETON))
+        self.error = error
+        self.failure_class = failure_class
+        self.empty = (not error) and is_empty(folded)
+        self._fingerprint: int | None = None
+        self.shape = fingerprint(_DIGITS.sub("#", self.normalized())) if error else 0
+
+    def normalized(self) -> str:
+        """The text with volatile parts replaced (see :func:`normalize`)."""
+        head = normalize(self.text)
+        return head if self._tail is None else f"{head} <tail {self._tail}>"
+
+    @property
+    def fingerprint(self) -> int:
+        """Digest of the normalised text (computed on first use)."""
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint(self.normalized())
+        return self._fingerprint
+
+    def same_as(self, other: "Observation | None") -> bool:
+        """True when both outputs are equal once volatile parts are normalised."""
+        if other is None:
+            return False
+        if other.exact == self.exact:
+            return True
+        return other.skeleton == self.skeleton and other.fingerprint == self.fingerprint
 
 
 def observe(output: Any, error: bool | None = None) -> Observation:
     """Read one output (never raises)."""
     text = output_text(output)
-    normalized = normalize(text)
     failed = looks_like_error(text, output) if error is None else bool(error)
-    digest = fingerprint(normalized)
-    return Observation(
-        text=text,
-        fingerprint=digest,
-        shape=fingerprint(_DIGITS.sub("#", normalized)) if failed else digest,
-        empty=(not failed) and is_empty(normalized),
-        error=failed,
-        failure_class=classify_failure(text) if failed else None,
-    )
+    return Observation(text, failed, classify_failure(text) if failed else None)

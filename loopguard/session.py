@@ -29,7 +29,7 @@ from .detectors.handoff import Handoff
 from .detectors.near_duplicate import NearDuplicate
 from .detectors.no_progress import NoProgress
 from .detectors.repeat import Repeat
-from .observations import normalize, observe
+from .observations import observe
 from .policy.compile import CompiledPolicy, CompiledRule
 from .rules import evaluate_rules
 from .signature import signature_of
@@ -214,7 +214,8 @@ class Session:
         they are judged like a repeated call whose output never changes."""
         with self._lock:
             policy = self._current_policy()
-            body = normalize(text if isinstance(text, str) else str(text))
+            text = text if isinstance(text, str) else str(text)
+            body = " ".join(text[:2048].lower().split())  # case and spacing never make a message new
             record = self._record(ToolCall(f"message:{agent or 'agent'}", {"text": body}, agent=agent), policy)
             signals = [s for s in (self._repeat.pending(record, self._memory), self._cycle.pending(record, self._memory)) if s]
             self._steps += 1

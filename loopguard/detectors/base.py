@@ -67,7 +67,7 @@ class SignatureStats:
     """What the run has seen of one signature (bounded: kept in a :class:`BoundedMap`)."""
 
     results: int = 0
-    last_fingerprint: int | None = None
+    last: Observation | None = None  # the latest result of this signature
     advancing: bool = False  # the latest result differed from the one before, without error
     last_failure: str | None = None  # failure class of the latest result, if it failed
     identical_pending: int = 0  # consecutive identical pending observations

@@ -14,10 +14,43 @@ from __future__ import annotations
 
 from ..decisions import Signal
 from ..policy.schema import NoProgressDetector
-from ..observations import is_pending
+from ..observations import Observation, is_pending
 from .base import BoundedMap, CallRecord, RunMemory
 
 _TOOLS_REMEMBERED = 256
+_BUCKET = 4  # outputs kept per skeleton
+
+
+class _ToolOutputs:
+    """The outputs one tool has returned, bounded: failures by shape, others by skeleton.
+
+    Outputs are bucketed by their skeleton, so a new output is normalised only when an
+    earlier one already shares its skeleton (see :class:`~loopguard.observations.Observation`).
+    """
+
+    __slots__ = ("_failures", "_outputs")
+
+    def __init__(self, capacity: int) -> None:
+        self._failures: BoundedMap[int, None] = BoundedMap(capacity)
+        self._outputs: BoundedMap[int, list[Observation]] = BoundedMap(capacity)
+
+    def contains(self, observation: Observation) -> bool:
+        if observation.error:
+            return observation.shape in self._failures
+        bucket = self._outputs.get(observation.skeleton)
+        return bucket is not None and any(observation.same_as(earlier) for earlier in bucket)
+
+    def add(self, observation: Observation) -> None:
+        if observation.error:
+            self._failures.put(observation.shape, None)
+            return
+        bucket = self._outputs.get(observation.skeleton)
+        if bucket is None:
+            self._outputs.put(observation.skeleton, [observation])
+        elif not any(earlier.exact == observation.exact for earlier in bucket):
+            bucket.append(observation)
+            if len(bucket) > _BUCKET:
+                del bucket[0]
 
 
 class NoProgress:
@@ -48,13 +81,12 @@ class NoProgress:
         stats = memory.stats(record.signature.key)
         seen = self._seen.get(record.tool)
         if seen is None:
-            seen = BoundedMap(self.config.memory)
+            seen = _ToolOutputs(self.config.memory)
             self._seen.put(record.tool, seen)
-        identity = observation.shape if observation.error else observation.fingerprint
-        repeated_output = identity in seen
+        repeated_output = seen.contains(observation)
 
         kind = "same_output"
-        identical = stats.last_fingerprint == observation.fingerprint
+        identical = observation.same_as(stats.last)
         if observation.error:
             stale = repeated_output
             kind = "same_failure"
@@ -80,16 +112,11 @@ class NoProgress:
 
         if kind != "stalled_poll":
             stats.polling = False
-        stats.advancing = (
-            not observation.error
-            and not observation.empty
-            and stats.last_fingerprint is not None
-            and stats.last_fingerprint != observation.fingerprint
-        )
-        stats.last_fingerprint = observation.fingerprint
+        stats.advancing = not observation.error and not observation.empty and stats.last is not None and not identical
+        stats.last = observation
         stats.last_failure = observation.failure_class
         stats.results += 1
-        seen.put(identity, None)
+        seen.add(observation)
 
         if stale:
             memory.stale_streak += 1
