@@ -12,6 +12,8 @@ The public API::
         session.after_call(call, ToolResult(output))
 """
 
+import logging
+
 from .calls import Handoff, ModelUsage, ToolCall, ToolResult
 from .decisions import Decision, GuardAction, Signal, Verdict, VerdictKind
 from .guard import Guard
@@ -20,6 +22,9 @@ from .policy.store import PolicyStore
 from .session import Session
 
 __version__ = "0.1.0"
+
+# A library's loggers stay silent until the application configures logging.
+logging.getLogger("loopguard").addHandler(logging.NullHandler())
 
 __all__ = [
     "CompiledPolicy",

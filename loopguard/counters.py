@@ -51,10 +51,6 @@ class BudgetBreach:
         return f"the {self.budget.scope} budget '{self.name}' is spent ({self.value:g} of {self.budget.limit:g}{unit})"
 
 
-def _would_exceed(current: float, budget: Budget, increment: float) -> bool:
-    return current + increment > budget.limit
-
-
 def check_budgets(
     budgets: Any,
     tool_budgets: tuple[tuple[str, Budget], ...],
@@ -73,20 +69,25 @@ def check_budgets(
     def scoped(budget: Budget) -> Counters:
         return turn if budget.scope == "turn" else run
 
-    checks: list[tuple[str, Budget | None, str, float]] = [
-        ("tool_calls", budgets.tool_calls, "tool_calls", 1),
-        ("steps", budgets.steps, "steps", 1),
-        ("tokens", budgets.tokens, "tokens", 0),
-        ("cost_usd", budgets.cost_usd, "cost_usd", 0),
-    ]
-    for name, budget, attribute, increment in checks:
-        if budget is None:
-            continue
-        value = getattr(scoped(budget), attribute)
-        if (increment and _would_exceed(value, budget, increment)) or (not increment and value >= budget.limit):
-            return BudgetBreach(name, budget, value)
+    # The pending call is already counted as a step (so steps may reach the limit), but
+    # not yet as a tool call (so tool calls must stay within it after this one); tokens
+    # and cost are spent by model calls, so a call is refused once they reach the limit.
+    if budgets.tool_calls is not None:
+        value = scoped(budgets.tool_calls).tool_calls
+        if value + 1 > budgets.tool_calls.limit:
+            return BudgetBreach("tool_calls", budgets.tool_calls, value)
+    if budgets.steps is not None:
+        value = scoped(budgets.steps).steps
+        if value > budgets.steps.limit:
+            return BudgetBreach("steps", budgets.steps, value - 1)
+    for name in ("tokens", "cost_usd"):
+        budget = getattr(budgets, name)
+        if budget is not None:
+            value = getattr(scoped(budget), name)
+            if value >= budget.limit:
+                return BudgetBreach(name, budget, value)
     for key, budget in tool_budgets:
         value = scoped(budget).per_tool.get(tool, 0)
-        if _would_exceed(value, budget, 1):
+        if value + 1 > budget.limit:
             return BudgetBreach(f"per_tool:{key}", budget, value)
     return None

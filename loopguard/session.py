@@ -72,6 +72,9 @@ class Session:
         run_id: a label recorded in reports.
         thread_id: the conversation thread, for budgets and reports.
         history: how many decisions to keep for :attr:`decisions` (``None``: all).
+        end_on_stop: once a decision reaches ``stop`` in enforce mode, every later
+            pending call is blocked (``guard_stop``): the run is over even if an adapter
+            keeps calling. Replay turns this off to judge the rest of a recorded run.
 
     A session is safe to use from several threads (calls of one batch may finish on
     different threads); its methods never raise on odd tool arguments or outputs.
@@ -83,6 +86,7 @@ class Session:
         run_id: str | None = None,
         thread_id: str | None = None,
         history: int | None = 256,
+        end_on_stop: bool = True,
     ) -> None:
         self._policy = _resolver(policy)
         self.run_id = run_id
@@ -99,6 +103,7 @@ class Session:
         self._near_duplicate = NearDuplicate(detectors.near_duplicate)
         self._call_detectors = (self._repeat, self._cycle, self._near_duplicate, self._failure)  # judge pending calls
         self._memory = RunMemory()
+        self._stale: Signal | None = None  # the no_progress signal while its pattern holds
         self.run = Counters()
         self.turn = Counters()
         self.turn_index = 0
@@ -111,6 +116,7 @@ class Session:
         self.worst: Decision | None = None
         self.first_intervention: Decision | None = None
         self.stopped = False
+        self.end_on_stop = end_on_stop
 
     # -- policy ---------------------------------------------------------------------
 
@@ -160,6 +166,7 @@ class Session:
             self.turn_index += 1
             self.user_message = text if isinstance(text, str) else str(text)
             self._no_progress.reset_turn(self._memory)
+            self._stale = None
 
     def before_call(self, call: ToolCall) -> Decision:
         """Decide one pending tool call before it runs (rules, budgets, then detectors)."""
@@ -190,6 +197,7 @@ class Session:
                 self.turn.failures += 1
             signals = list(carried)
             progress_signal, stale = self._no_progress.result(record, self._memory)
+            self._stale = progress_signal
             if progress_signal is not None:
                 signals.append(progress_signal)
             failure_signal = self._failure.result(record, self._memory, stale)
@@ -223,6 +231,7 @@ class Session:
             self.turn.steps += 1
             record.observation = observe(body, False)
             progress_signal, _ = self._no_progress.result(record, self._memory, environment=False)
+            self._stale = progress_signal
             if progress_signal is not None:
                 signals.append(progress_signal)
             return self._decide(policy, "observe", signals, ALLOW, None, None)
@@ -302,6 +311,8 @@ class Session:
             if budget_verdict.kind.strictness > verdict.kind.strictness:
                 verdict = budget_verdict
 
+        if self._stale is not None:
+            signals.append(self._stale)  # no progress holds until a result brings something new
         memory = self._memory
         for detector in self._call_detectors:
             signal = detector.pending(record, memory)
@@ -312,6 +323,10 @@ class Session:
             if signal is not None:
                 signals.append(signal)
 
+        if self.stopped and self.end_on_stop and policy.mode == "enforce":
+            first = self.worst.step if self.worst is not None else 0
+            signals.append(Signal("session", "run_stopped", 0.0, f"the run was stopped at step {first}", {"step": first}))
+            minimum = GuardAction.STOP
         runs = verdict.kind is VerdictKind.ALLOW
         decision = self._decide(policy, "before_call", signals, verdict, record, record, minimum=minimum)
         # In observe mode the adapter runs every call, so budgets must count it.
@@ -346,15 +361,15 @@ class Session:
             action = GuardAction.most_severe(policy.action_for(risk), minimum)
         severity = _SEVERITY[action._value_]
         if verdict_record is not None and severity >= _REPLAN_SEVERITY:
-            reasons = "; ".join(s.message for s in signals if s.detector == "budget" or (s.score > 0 and s.detector != "rule")) or "the run is stuck"
+            reasons = "; ".join(s.message for s in signals if s.detector in ("budget", "session") or (s.score > 0 and s.detector != "rule")) or "the run is stuck"
             template = _DETECTOR_MESSAGES[action]
             if action is GuardAction.PAUSE:
                 detector_verdict = Verdict(VerdictKind.CANCEL, rule=_detector_rule(signals), reason=template.format(reasons=reasons))
             else:
                 error_type = "guard_stop" if action is GuardAction.STOP else "guard_error"
                 detector_verdict = Verdict(VerdictKind.BLOCK, rule=_detector_rule(signals), error_type=error_type, message=template.format(reasons=reasons))
-            if verdict.kind is VerdictKind.BUDGET_SPENT and action is not GuardAction.STOP:
-                pass  # the budget's own message says more than the detectors' here
+            if verdict.kind is VerdictKind.BUDGET_SPENT:
+                pass  # the budget's own verdict and message say more than the detectors' here
             elif detector_verdict.kind.strictness >= verdict.kind.strictness:
                 verdict = detector_verdict
         decision = Decision(

@@ -125,7 +125,7 @@ def test_explain_yaml_comments_origins(monkeypatch: pytest.MonkeyPatch, capsys: 
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "# effective policy of builtin:strict"
     assert out[1] == f"# revision: {load_policy('builtin:strict').revision}"
-    assert "    threshold: 2  # from policies/strict.yml:11" in out
+    assert "    threshold: 2  # from policies/strict.yml:13" in out
     assert "    weight: 0.95  # from policies/default.yml:15" in out  # handoff, inherited
     assert "    memory: 64  # default" in out
     assert "    - when: [repeat, no_progress]  # from policies/default.yml:21" in out

@@ -47,7 +47,7 @@ TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson")
 def _default_session(policy: Any) -> Any:
     from loopguard.session import Session  # imported late: the session imports the detectors
 
-    return Session(policy)
+    return Session(policy, end_on_stop=False)  # judge the whole recorded run, not only up to a stop
 
 
 def replay_run(policy: "CompiledPolicy", run: TraceRun, *, session_factory: SessionFactory | None = None) -> RunReport:
