@@ -75,13 +75,7 @@ class Failure:
             stats.failures.clear()
             stats.novel_at_failure.clear()
             if armed == record.index - 1 and stale and self.config.enabled:
-                return Signal(
-                    detector=self.name,
-                    kind="repeated_failure",
-                    score=self.config.weight,
-                    message=self._armed_message + f"; {record.tool} after it brought nothing new",
-                    evidence={"call": record.index},
-                )
+                return self._escalated(record, "brought nothing new")
             return None
         shape = observation.shape
         count = stats.failures.get(shape, 0) + 1
@@ -96,7 +90,7 @@ class Failure:
         score = self._score(failure_class, count)
         if score is None:
             if armed == record.index - 1:
-                return self._escalated(record)
+                return self._escalated(record, "failed too")
             return None
         message = f"{describe(record)} failed {count} times with the same {failure_class} error: {_excerpt(observation.text)}"
         evidence = {"call": record.index, "failures": count, "class": failure_class}
@@ -107,12 +101,13 @@ class Failure:
             return Signal(self.name, "repeated_failure_after_change", min(score, _WARNING_SCORE), message, evidence)
         return Signal(self.name, f"repeated_{failure_class}_failure", score, message, evidence)
 
-    def _escalated(self, record: CallRecord) -> Signal:
+    def _escalated(self, record: CallRecord, outcome: str) -> Signal:
+        """The call after a forgiven repeated failure did not show progress either."""
         return Signal(
             detector=self.name,
             kind="repeated_failure",
             score=self.config.weight,
-            message=self._armed_message + f"; {record.tool} after it failed too",
+            message=f"{self._armed_message}; {record.tool} after it {outcome}",
             evidence={"call": record.index},
         )
 
