@@ -7,11 +7,12 @@ embedded default policy (``builtin:default``):
 
 1. search #1 runs, returns nothing: continue.
 2. search #2 (identical) runs, returns nothing again: the no-progress detector warns.
-3. search #3 (identical): the repeat detector warns before it runs; its result is stale
-   again, so repeat + no progress escalate to **stop**. The handler raises
-   ``LoopGuardInterrupt`` from the tool's callback; it propagates out of ``graph.invoke``.
-   The model is never asked a 4th time. (LangChain logs the exception on stderr as
-   "Error in LoopGuardCallbackHandler.on_tool_end callback" before it propagates.)
+3. the model asks for search #3 (identical): no progress still holds, and with the repeat
+   it escalates to **stop** before the search runs. The handler raises
+   ``LoopGuardInterrupt`` from the model's callback, when it judges the model's tool
+   calls; it propagates out of ``graph.invoke``, so search #3 never runs. (LangChain logs
+   the exception on stderr as "Error in LoopGuardCallbackHandler.on_llm_end callback"
+   before it propagates.)
 
 Then the example prints the handler's report (events, signals, decisions, metrics).
 

@@ -249,13 +249,13 @@ def test_stop_raises_out_of_invoke_and_ainvoke() -> None:
     with pytest.raises(LoopGuardInterrupt) as stopped:
         build_graph(ScriptedChatModel(script=STUCK), tools, wrap=wrapper).invoke(user())
     assert stopped.value.decision.action.value == "stop"
-    assert tools.ran("search") == 3  # the 3rd identical call with stale results is the last
+    assert tools.ran("search") == 2  # the 3rd identical call, with no progress holding, never runs
 
     tools = Tools()
     awrap = loopguard_async_tool_wrapper(policy())
     with pytest.raises(LoopGuardInterrupt):
         asyncio.run(build_graph(ScriptedChatModel(script=STUCK), tools, awrap=awrap).ainvoke(user()))
-    assert tools.ran("search") == 3
+    assert tools.ran("search") == 2
     assert awrap.__self__.session(awrap.__self__.runs.keys()[0]).stopped
 
 
@@ -265,7 +265,7 @@ def test_stop_without_raise_answers_the_stop_payload() -> None:
     state = build_graph(ScriptedChatModel(script=STUCK), tools, wrap=wrapper).invoke(user())
     last = [m for m in state["messages"] if isinstance(m, ToolMessage)][-1]
     assert json.loads(last.content)["type"] == "guard_stop" and last.status == "error"
-    assert tools.ran("search") == 3  # the 4th call got the stop payload instead of running
+    assert tools.ran("search") == 2  # the 3rd call got the stop payload instead of running
 
 
 def test_async_wrapper_payloads_match_sync() -> None:
@@ -390,8 +390,8 @@ def test_stream_stops_before_the_tools_of_a_stopped_batch() -> None:
     assert tools.ran("search") == 2  # the second batch never ran
     assert model.calls == 2
     stop = [m for m in messages if m["type"] == "decision" and m["action"] == "stop"]
-    # a stop ends the run with the guard_stop block; the budget is the signal behind it
-    assert stop and stop[0]["verdict"] == "block" and stop[0]["payload"]["type"] == "guard_stop"
+    # a budget that stops the run keeps its own verdict and message
+    assert stop and stop[0]["verdict"] == "budget_spent" and stop[0]["payload"]["type"] == "budget_spent"
     assert any(signal["detector"] == "budget" and signal["kind"] == "tool_calls" for signal in stop[0]["signals"])
     assert messages[-1]["interrupted"] is True and messages[-1]["verdict"] == "stop"
     assert messages[-1]["stop"]["phase"] == "before_call"
@@ -402,7 +402,7 @@ def test_stream_with_detector_stop_ends_iteration() -> None:
     model = ScriptedChatModel(script=STUCK)
     messages = list(LoopGuard(policy()).stream(build_graph(model, tools), user()))
     assert messages[-1]["interrupted"] is True
-    assert tools.ran("search") == 3 and model.calls == 3  # the model is not asked again after the stop
+    assert tools.ran("search") == 2 and model.calls == 3  # the stopped call never runs; the model is not asked again
     signals = {m["detector"] for m in messages if m["type"] == "signal"}
     assert {"repeat", "no_progress"} <= signals
 
