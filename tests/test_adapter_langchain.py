@@ -267,6 +267,18 @@ def test_stop_ends_the_run_with_a_final_message() -> None:
     assert tools["search"] == 1
 
 
+def test_stop_ends_an_async_run_with_a_final_message() -> None:
+    agent, middleware, tools = agent_for(stop_script(), STOP_POLICY)
+    key = str(uuid.uuid4())
+    result = asyncio.run(agent.ainvoke(user(), {"run_id": key}))
+    final = result["messages"][-1]
+    assert isinstance(final, AIMessage) and not final.tool_calls
+    assert final.content.startswith("loopguard stopped the run")
+    assert final.response_metadata["loopguard"]["action"] == "stop"
+    assert tools["search"] == 1
+    assert middleware.last_session is middleware.session(key)  # the stopped run's session is retired
+
+
 def test_raise_on_stop_propagates_from_invoke() -> None:
     agent, _, tools = agent_for(stop_script(), STOP_POLICY, raise_on_stop=True)
     with pytest.raises(LoopGuardInterrupt) as caught:
@@ -393,3 +405,90 @@ def test_concurrent_tasks_keep_separate_sessions_without_run_ids() -> None:
         session = sessions[tag]
         check_run(middleware, session.run_id or "", tag, result)
     assert tools["search"] == 24
+
+
+# -- structure and session lifetime ----------------------------------------------------------
+
+
+def test_the_guard_adds_no_graph_node_and_no_state_channel() -> None:
+    tools = Tools()
+    plain = create_agent(ScriptedChatModel(script=[]), tools.all)
+    guarded = create_agent(ScriptedChatModel(script=[]), tools.all, middleware=[LoopGuardMiddleware("builtin:default")])
+    assert set(guarded.get_graph().nodes) == set(plain.get_graph().nodes)
+    assert set(guarded.channels) == set(plain.channels)
+
+
+def test_the_session_is_retired_at_the_final_answer() -> None:
+    agent, middleware, _ = agent_for([calls(("search", {"q": "a"}))])
+    key = str(uuid.uuid4())
+    agent.invoke(user(), {"run_id": key})
+    session = middleware.session(key)
+    assert session is not None and session.tool_calls == 1
+    assert middleware.last_session is session
+    assert middleware.recent_sessions() == [session]
+
+
+def test_each_run_of_a_thread_gets_a_fresh_session() -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    tools = Tools()
+    middleware = LoopGuardMiddleware("builtin:default")
+    agent = create_agent(ScriptedChatModel(script=own_script("th")), tools.all, middleware=[middleware], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "thread-1"}}
+    agent.invoke(user("first"), config)
+    agent.invoke(user("second"), config)
+    first, second = middleware.recent_sessions()
+    assert (first.user_message, second.user_message) == ("first", "second")
+    assert first.run_id != second.run_id
+    assert first.thread_id == second.thread_id == "thread-1"
+    assert first.tool_calls == 3 and second.tool_calls == 0  # the thread already had 3 results
+
+
+def test_parallel_subgraph_runs_in_one_parent_run_keep_separate_sessions() -> None:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    tools = Tools()
+    middleware = LoopGuardMiddleware("builtin:default")
+    agents = {tag: create_agent(ScriptedChatModel(script=own_script(tag)), tools.all, middleware=[middleware]) for tag in ("left", "right")}
+
+    class Parent(TypedDict, total=False):
+        left: str
+        right: str
+
+    def node(tag: str) -> Callable[[Parent], Parent]:
+        def run(state: Parent) -> Parent:
+            return {tag: agents[tag].invoke(user(tag))["messages"][-1].content}  # type: ignore[misc]
+
+        return run
+
+    builder = StateGraph(Parent)
+    for tag in agents:
+        builder.add_node(tag, node(tag))
+        builder.add_edge(START, tag)
+        builder.add_edge(tag, END)
+    assert builder.compile().invoke({}) == {"left": "finished left", "right": "finished right"}
+    sessions = {s.user_message: s for s in middleware.recent_sessions()}
+    assert set(sessions) == {"left", "right"}
+    assert all(s.tool_calls == 3 for s in sessions.values())
+    assert tools["search"] == 6
+
+
+def test_a_structured_response_ends_the_session_and_is_not_judged_as_a_tool() -> None:
+    from langchain.agents.structured_output import ToolStrategy
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        text: str
+
+    tools = Tools()
+    middleware = LoopGuardMiddleware("builtin:default")
+    script = [calls(("search", {"q": "a"})), AIMessage("", tool_calls=[{"name": "Answer", "args": {"text": "found a"}, "id": "s1"}])]
+    agent = create_agent(ScriptedChatModel(script=script), tools.all, middleware=[middleware], response_format=ToolStrategy(Answer))
+    key = str(uuid.uuid4())
+    result = agent.invoke(user(), {"run_id": key})
+    assert result["structured_response"] == Answer(text="found a")
+    session = middleware.session(key)
+    assert session is not None and middleware.last_session is session
+    assert [d.tool for d in session.decisions if d.phase == "before_call"] == ["search"]

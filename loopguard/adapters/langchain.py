@@ -10,29 +10,34 @@ Usage::
     agent.invoke({"messages": [{"role": "user", "content": "book it"}]}, {"run_id": run_id})
     guard.session(str(run_id)).decisions                # what the guard decided in that run
 
-What each hook does:
+The middleware implements only the two *wrap* hooks, which run inside the agent's own
+``model`` and ``tools`` nodes. It adds no graph node and no state channel, so a guarded
+agent has exactly the graph of an unguarded one (every ``before_*``/``after_*`` hook would be
+an extra LangGraph node, with its state reads, channel writes and scheduling, on every step):
 
-* ``before_agent``: opens one :class:`~loopguard.session.Session` for the run and writes its
-  key into a private state field (``loopguard_session``) so every later hook of the same
-  run, and every tool call, finds the same session.
-* ``before_model``: reports a new user message (``observe_user_message``: a new turn); after
-  a ``stop`` decision in enforce mode it ends the run (``jump_to: "end"``) with a final
-  :class:`AIMessage` that says why, or raises :class:`~loopguard.errors.LoopGuardInterrupt`
-  when ``raise_on_stop=True``.
-* ``after_model``: reports the model's token usage (``usage_metadata`` → ``ModelUsage``, the
-  model name from ``response_metadata``) and judges the whole batch of tool calls of the
-  AIMessage at once (``before_batch``), caching one decision per tool-call id.
+* ``wrap_model_call`` / ``awrap_model_call``: before the model runs it reports a new user
+  message (``observe_user_message``: a new turn); after a ``stop`` decision in enforce mode it
+  does not call the model and ends the run with a final :class:`AIMessage` (no tool calls)
+  that says why, or raises :class:`~loopguard.errors.LoopGuardInterrupt` when
+  ``raise_on_stop=True``. After the model answers it reports the token usage
+  (``usage_metadata`` → ``ModelUsage``, the model name from ``response_metadata``) and judges
+  the whole batch of tool calls of the AIMessage at once (``before_batch``), caching one
+  decision per tool-call id. An answer without tool calls ends the run: its session is
+  retired (kept in a bounded list of recent sessions).
 * ``wrap_tool_call`` / ``awrap_tool_call``: applies the cached decision: ``allow`` runs the
   tool and reports its result (``after_call``); any other verdict short-circuits with a
   :class:`ToolMessage` whose content is the verdict's payload. In observe mode every tool runs.
-* ``after_agent``: retires the run's session (kept in a bounded list of recent sessions).
 
 Session keys (one session per run): the LangGraph run id (``config["run_id"]``, visible as
-``runtime.execution_info.run_id``) when the caller gives one, else a random UUID. The key is
-kept in the agent state, not in a context variable or a per-thread slot, because LangGraph
-runs a batch's tools on pool threads and async tasks: state travels with the run wherever it
-executes, so concurrent runs never share a session. A conversation thread (checkpointer +
-``thread_id``) gets a fresh session for every run; the thread id is recorded on it.
+``runtime.execution_info.run_id``) when the caller gives one, else a random UUID bound to the
+run's own :class:`langgraph.runtime.RunControl` (one per ``invoke``/``ainvoke``, carried by the
+``runtime`` of every node, tool call and pool thread of that run) and to the graph's checkpoint
+namespace (so two invocations of the agent as a subgraph of one parent run stay apart). No
+context variable or per-thread slot is used, so concurrent runs on threads and asyncio tasks
+never share a session. A conversation thread (checkpointer + ``thread_id``) gets a fresh
+session for every run; the thread id is recorded on it. A run that ends without a final
+answer (an exception, the recursion limit, an interrupt) keeps its session live, readable
+through :meth:`LoopGuardMiddleware.session`; at most 4096 live sessions are kept.
 """
 
 from __future__ import annotations
@@ -44,15 +49,14 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Awaitable, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
-from langchain.agents.middleware.types import PrivateStateAttr
+from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
-from typing_extensions import NotRequired
 
 from ..calls import ModelUsage, ToolCall, ToolResult
 from ..decisions import Decision, GuardAction
@@ -62,19 +66,17 @@ from ..policy import CompiledPolicy
 from ..policy.load import default_policy_path
 from ..session import Session
 
-__all__ = ["LoopGuardMiddleware", "LoopGuardState", "PolicyArg", "SESSION_KEY_FIELD"]
-
-#: The private state field that carries the run's session key between hooks.
-SESSION_KEY_FIELD = "loopguard_session"
+__all__ = ["LoopGuardMiddleware", "LoopGuardState", "PolicyArg"]
 
 PolicyArg = str | Path | CompiledPolicy | Guard
 DecisionHook = Callable[[str, Decision], None]
 
+#: The middleware adds no state field: its state schema is the agent's own.
+LoopGuardState = AgentState
 
-class LoopGuardState(AgentState):
-    """Agent state plus the run's session key (private: never in the agent's input or output)."""
-
-    loopguard_session: NotRequired[Annotated[str, PrivateStateAttr]]
+_MAX_LIVE = 4096
+_CONFIG_KEY_RUNTIME = "__pregel_runtime"  # langgraph._internal._constants.CONFIG_KEY_RUNTIME
+_STOP = GuardAction.STOP
 
 
 @dataclass(slots=True)
@@ -83,14 +85,36 @@ class _Run:
 
     key: str
     session: Session
-    # tool-call id -> the before_batch decision, consumed by wrap_tool_call
-    pending: dict[str, Decision] = field(default_factory=dict)
+    ident: Any = None  # the _live key this run is stored under
+    # tool-call id -> the call as judged by before_batch and its decision, consumed by wrap_tool_call
+    pending: dict[str, tuple[ToolCall, Decision]] = field(default_factory=dict)
     last_human: str | None = None  # id of the HumanMessage last reported as a user message
-    last_ai: str | None = None  # id of the AIMessage last judged (never judge a batch twice)
     stop: Decision | None = None  # the first enforce-mode stop decision of the run
 
 
-class LoopGuardMiddleware(AgentMiddleware[LoopGuardState, Any]):
+def _identity(runtime: Runtime[Any] | None) -> tuple[Any, str | None, str | None]:
+    """(live-map key, run id, thread id) of the run a hook belongs to."""
+    info = getattr(runtime, "execution_info", None)
+    if info is None:
+        return None, None, None
+    run_id = info.run_id
+    if run_id:
+        return run_id, run_id, info.thread_id
+    # No run id: the run's RunControl (one per invoke) plus the graph's namespace (the task's
+    # namespace without its own last segment: the same for the model and the tool tasks).
+    control = getattr(runtime, "control", None)
+    if control is None:
+        # A ToolRuntime (tool calls) has no control of its own: the node's Runtime is in its config.
+        configurable = (getattr(runtime, "config", None) or {}).get("configurable") or {}
+        control = getattr(configurable.get(_CONFIG_KEY_RUNTIME), "control", None)
+        if control is None:
+            return None, None, info.thread_id
+    ns = info.checkpoint_ns
+    cut = ns.rfind("|")
+    return (control, ns[:cut] if cut >= 0 else ""), None, info.thread_id
+
+
+class LoopGuardMiddleware(AgentMiddleware[AgentState, Any]):
     """Guard the tool calls of a LangChain v1 agent (``langchain.agents.create_agent``).
 
     Args:
@@ -108,8 +132,6 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState, Any]):
     Raises:
         loopguard.policy.PolicyError: the policy does not validate.
     """
-
-    state_schema = LoopGuardState
 
     def __init__(
         self,
@@ -129,7 +151,8 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState, Any]):
         self.on_decision = on_decision
         self._recent_limit = max(0, recent)
         self._lock = threading.Lock()
-        self._live: dict[str, _Run] = {}
+        self._live: dict[Any, _Run] = {}  # run id or (RunControl, namespace) -> run
+        self._by_key: dict[str, _Run] = {}  # session key -> live run
         self._recent: OrderedDict[str, Session] = OrderedDict()
         self.tools = []
 
@@ -138,10 +161,11 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState, Any]):
     def session(self, key: str) -> Session | None:
         """The session of the run keyed ``key`` (live or recently finished), if any.
 
-        ``key`` is the string form of the run id passed as ``config["run_id"]``.
+        ``key`` is the string form of the run id passed as ``config["run_id"]`` (or, for a
+        run without one, the session's ``run_id``: a random UUID).
         """
         with self._lock:
-            run = self._live.get(key)
+            run = self._by_key.get(key)
             return run.session if run is not None else self._recent.get(key)
 
     def recent_sessions(self) -> list[Session]:
@@ -155,107 +179,82 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState, Any]):
         with self._lock:
             return next(reversed(self._recent.values()), None) if self._recent else None
 
-    def _open(self, runtime: Runtime[Any] | None) -> str:
-        info = getattr(runtime, "execution_info", None)
-        run_id = getattr(info, "run_id", None)
-        thread_id = getattr(info, "thread_id", None)
-        key = str(run_id) if run_id else uuid.uuid4().hex
-        run = _Run(key, self.guard.session(run_id=key, thread_id=thread_id))
-        with self._lock:
-            self._live[key] = run
-            if len(self._live) > 4096:
-                # Runs that died without after_agent (an exception elsewhere) must not grow memory.
-                self._live.pop(next(iter(self._live)))
-        return key
-
-    def _run(self, state: Any, runtime: Runtime[Any] | None = None) -> _Run:
-        key = _state_get(state, SESSION_KEY_FIELD)
-        if key is not None:
-            run = self._live.get(key)  # dict reads are atomic; no lock on the hot path
+    def _run(self, runtime: Runtime[Any] | None) -> _Run:
+        """The live run of ``runtime``, opened on first sight."""
+        ident, run_id, thread_id = _identity(runtime)
+        if ident is not None:
+            run = self._live.get(ident)  # dict reads are atomic; no lock on the hot path
             if run is not None:
                 return run
-        # No before_agent for this state (the hooks were used outside create_agent, or the run
-        # was evicted): open a session now under the same or a new key.
-        key = key or self._open(runtime)
         with self._lock:
-            run = self._live.get(key)
+            run = self._live.get(ident) if ident is not None else None
             if run is None:
-                run = _Run(key, self.guard.session(run_id=key))
-                self._live[key] = run
+                key = run_id or uuid.uuid4().hex
+                if ident is None:
+                    ident = key  # no runtime (hooks called directly): a one-off run
+                run = _Run(key, self.guard.session(run_id=key, thread_id=thread_id), ident)
+                self._live[ident] = run
+                self._by_key[key] = run
+                if len(self._live) > _MAX_LIVE:
+                    # Runs that never gave a final answer (an exception elsewhere) must not grow memory.
+                    old = self._live.pop(next(iter(self._live)))
+                    if self._by_key.get(old.key) is old:
+                        del self._by_key[old.key]
         return run
 
-    def _close(self, key: str | None) -> None:
-        if key is None:
-            return
+    def _close(self, run: _Run) -> None:
         with self._lock:
-            run = self._live.pop(key, None)
-            if run is not None and self._recent_limit:
-                self._recent[key] = run.session
-                while len(self._recent) > self._recent_limit:
-                    self._recent.popitem(last=False)
+            if self._live.get(run.ident) is run:
+                del self._live[run.ident]
+            if self._by_key.get(run.key) is run:
+                del self._by_key[run.key]
+                if self._recent_limit:
+                    self._recent[run.key] = run.session
+                    self._recent.move_to_end(run.key)
+                    while len(self._recent) > self._recent_limit:
+                        self._recent.popitem(last=False)
 
     def _note(self, run: _Run, decision: Decision) -> Decision:
-        if decision.action is GuardAction.STOP and decision.mode == "enforce" and run.stop is None:
+        if decision.action is _STOP and decision.mode == "enforce" and run.stop is None:
             run.stop = decision
         if self.on_decision is not None:
             self.on_decision(run.key, decision)
         return decision
 
-    # -- agent hooks ----------------------------------------------------------------------
+    # -- model calls ----------------------------------------------------------------------
 
-    def before_agent(self, state: LoopGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Open the run's session and store its key in the state."""
-        return {SESSION_KEY_FIELD: self._open(runtime)}
-
-    async def abefore_agent(self, state: LoopGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return self.before_agent(state, runtime)
-
-    @hook_config(can_jump_to=["end"])
-    def before_model(self, state: LoopGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Report a new user message; end the run (or raise) after a stop decision.
+    def _before_model(self, request: ModelRequest[Any]) -> tuple[_Run, AIMessage | None]:
+        """Report a new user message; after a stop, the final message that ends the run.
 
         Raises:
             LoopGuardInterrupt: a stop decision was made and ``raise_on_stop`` is set.
         """
-        run = self._run(state, runtime)
-        human = _latest_human(state["messages"])
+        run = self._run(request.runtime)
+        human = _latest_human(request.messages)
         if human is not None:
             marker = human.id or str(id(human))
             if marker != run.last_human:
                 run.last_human = marker
                 run.session.observe_user_message(human.text)
-        if run.stop is None:
-            return None
+        stop = run.stop
+        if stop is None:
+            return run, None
+        self._close(run)
         if self.raise_on_stop:
-            self._close(run.key)
-            raise LoopGuardInterrupt(run.stop)
-        reasons = "; ".join(run.stop.reasons) or f"rule {run.stop.rule}"
-        final = AIMessage(
-            content=f"loopguard stopped the run: {reasons}",
-            response_metadata={"loopguard": run.stop.to_dict()},
-        )
-        return {"messages": [final], "jump_to": "end"}
+            raise LoopGuardInterrupt(stop)
+        reasons = "; ".join(stop.reasons) or f"rule {stop.rule}"
+        return run, AIMessage(content=f"loopguard stopped the run: {reasons}", response_metadata={"loopguard": stop.to_dict()})
 
-    @hook_config(can_jump_to=["end"])
-    async def abefore_model(self, state: LoopGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return self.before_model(state, runtime)
-
-    def after_model(self, state: LoopGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+    def _after_model(self, run: _Run, response: ModelResponse | AIMessage | Any) -> None:
         """Report token usage and judge the AIMessage's tool calls as one batch.
 
         Raises:
             LoopGuardInterrupt: the usage or a call of the batch is a stop decision and
                 ``raise_on_stop`` is set (no tool of the batch runs).
         """
-        run = self._run(state, runtime)
-        messages = state["messages"]
-        message = messages[-1] if messages else None
-        if not isinstance(message, AIMessage):
-            return None
-        marker = message.id or str(id(message))
-        if marker == run.last_ai:
-            return None
-        run.last_ai = marker
+        message, answered, finished = _model_output(response)
+        if message is None:
+            return
         session = run.session
         usage = message.usage_metadata
         if usage:
@@ -265,53 +264,93 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState, Any]):
                 ModelUsage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0), model=model)
             ))
         tool_calls = message.tool_calls
-        if tool_calls:
+        if answered:
+            # structured-output calls the agent answered itself in the model node: not tools
+            tool_calls = [tc for tc in tool_calls if tc.get("id") not in answered]
+        if tool_calls and not finished:
             calls = [ToolCall(tc["name"], tc.get("args", {}), id=tc.get("id")) for tc in tool_calls]
+            pending = run.pending
+            note = self._note
             for call, decision in zip(calls, session.before_batch(calls)):
-                self._note(run, decision)
+                note(run, decision)
                 if call.id is not None:
-                    run.pending[call.id] = decision
-        if run.stop is not None and self.raise_on_stop:
-            self._close(run.key)
+                    pending[call.id] = (call, decision)
+            if run.stop is not None and self.raise_on_stop:
+                self._close(run)
+                raise LoopGuardInterrupt(run.stop)
+        elif run.stop is not None and self.raise_on_stop:
+            self._close(run)
             raise LoopGuardInterrupt(run.stop)
-        return None
+        elif finished or not message.tool_calls:
+            self._close(run)  # a final answer: the run is over
+        # else: the agent rejected a structured output and asks the model again
 
-    async def aafter_model(self, state: LoopGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return self.after_model(state, runtime)
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse],
+    ) -> ModelResponse | AIMessage:
+        """Call the model unless the run was stopped, then judge its tool calls.
 
-    def after_agent(self, state: LoopGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Retire the run's session (it stays readable through :meth:`session`)."""
-        self._close(_state_get(state, SESSION_KEY_FIELD))
-        return None
+        Returns:
+            the model's response, or (after a stop decision in enforce mode) a final
+            AIMessage without tool calls whose content says why the run stopped.
+        Raises:
+            LoopGuardInterrupt: a stop decision was made and ``raise_on_stop`` is set.
+        """
+        run, final = self._before_model(request)
+        if final is not None:
+            return final
+        response = handler(request)
+        self._after_model(run, response)
+        return response
 
-    async def aafter_agent(self, state: LoopGuardState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return self.after_agent(state, runtime)
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse]],
+    ) -> ModelResponse | AIMessage:
+        """Async :meth:`wrap_model_call`."""
+        run, final = self._before_model(request)
+        if final is not None:
+            return final
+        response = await handler(request)
+        self._after_model(run, response)
+        return response
 
     # -- tool calls -----------------------------------------------------------------------
 
-    def _judge(self, request: ToolCallRequest) -> tuple[_Run, ToolCall, Decision, ToolMessage | None]:
-        """The call's decision and, when it must not run, the ToolMessage that answers it."""
-        run = self._run(request.state, request.runtime)
+    def _judge(self, request: ToolCallRequest) -> tuple[_Run, ToolCall, ToolMessage | None]:
+        """The call's run and, when it must not run, the ToolMessage that answers it."""
+        run = self._run(request.runtime)
         tc = request.tool_call
-        call = ToolCall(tc["name"], tc.get("args", {}), id=tc.get("id"))
-        decision = run.pending.pop(call.id, None) if call.id is not None else None
-        if decision is None:
-            # A call after_model never saw (added by another middleware, or a direct ToolNode use).
+        call_id = tc.get("id")
+        judged = run.pending.pop(call_id, None) if call_id is not None else None
+        if judged is not None and judged[0].name == tc["name"]:
+            call, decision = judged
+        else:
+            # A call the model wrapper never saw (added or rewritten by another middleware, or a
+            # direct ToolNode use): judge it now.
+            call = ToolCall(tc["name"], tc.get("args", {}), id=call_id)
             decision = self._note(run, run.session.before_call(call))
         if decision.mode != "enforce":
-            return run, call, decision, None  # observe mode: decided and recorded, never applied
+            return run, call, None  # observe mode: decided and recorded, never applied
         verdict = decision.verdict
-        if verdict.runs_tool and run.stop is not None:
-            # The run is ending: calls of the batch that have not started yet do not run.
-            return run, call, decision, _tool_message(call, _stopped_text(run.stop), "error", run.stop)
         if verdict.runs_tool:
-            return run, call, decision, None
-        return run, call, decision, _tool_message(call, verdict.payload_text(), "error" if verdict.is_error else "success", decision)
+            if run.stop is not None:
+                # The run is ending: calls of the batch that have not started yet do not run.
+                return run, call, _tool_message(call, _stopped_text(run.stop), "error", run.stop)
+            return run, call, None
+        return run, call, _tool_message(call, verdict.payload_text(), "error" if verdict.is_error else "success", decision)
 
     def _record(self, run: _Run, call: ToolCall, result: ToolMessage | Command[Any], started: float) -> None:
         output, error = _result_of(result, call.id)
         elapsed = (time.perf_counter() - started) * 1000.0
         self._note(run, run.session.after_call(call, ToolResult(output, error, elapsed)))
+
+    def _record_error(self, run: _Run, call: ToolCall, error: Exception, started: float) -> None:
+        elapsed = (time.perf_counter() - started) * 1000.0
+        self._note(run, run.session.after_call(call, ToolResult(f"{type(error).__name__}: {error}", True, elapsed)))
 
     def wrap_tool_call(
         self,
@@ -327,14 +366,14 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState, Any]):
         Raises:
             whatever the tool raises (recorded first as an error result).
         """
-        run, call, _, short = self._judge(request)
+        run, call, short = self._judge(request)
         if short is not None:
             return short
         started = time.perf_counter()
         try:
             result = handler(request)
         except Exception as error:
-            self._note(run, run.session.after_call(call, ToolResult(f"{type(error).__name__}: {error}", True, (time.perf_counter() - started) * 1000.0)))
+            self._record_error(run, call, error, started)
             raise
         self._record(run, call, result, started)
         return result
@@ -345,14 +384,14 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         """Async :meth:`wrap_tool_call` (same verdicts, same payloads)."""
-        run, call, _, short = self._judge(request)
+        run, call, short = self._judge(request)
         if short is not None:
             return short
         started = time.perf_counter()
         try:
             result = await handler(request)
         except Exception as error:
-            self._note(run, run.session.after_call(call, ToolResult(f"{type(error).__name__}: {error}", True, (time.perf_counter() - started) * 1000.0)))
+            self._record_error(run, call, error, started)
             raise
         self._record(run, call, result, started)
         return result
@@ -361,10 +400,23 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState, Any]):
 # -- helpers -----------------------------------------------------------------------------
 
 
-def _state_get(state: Any, name: str) -> Any:
-    if isinstance(state, dict):
-        return state.get(name)
-    return getattr(state, name, None)
+def _model_output(response: Any) -> tuple[AIMessage | None, set[str], bool]:
+    """A model response's AIMessage, the tool-call ids the response already answers (structured
+    output), and whether the response ends the run with a structured response."""
+    if isinstance(response, AIMessage):
+        return response, set(), False
+    inner = getattr(response, "model_response", None)  # an ExtendedModelResponse
+    if inner is not None:
+        response = inner
+    result = getattr(response, "result", None)
+    if not result:
+        return None, set(), False
+    if len(result) == 1:
+        message = result[0]
+        return (message if isinstance(message, AIMessage) else None), set(), False
+    ai = next((m for m in reversed(result) if isinstance(m, AIMessage)), None)
+    answered = {m.tool_call_id for m in result if isinstance(m, ToolMessage)}
+    return ai, answered, getattr(response, "structured_response", None) is not None
 
 
 def _latest_human(messages: Iterable[AnyMessage]) -> HumanMessage | None:
