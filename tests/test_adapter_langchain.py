@@ -258,9 +258,9 @@ def test_stop_ends_the_run_with_a_final_message() -> None:
     result = agent.invoke(user())
     first, second = tool_messages(result)
     assert first.status == "success"
-    # a stop decision blocks its call with guard_stop (the engine's stop verdict outranks budget_spent)
+    # a budget that stops the run answers its call with its own budget_spent payload
     payload = json.loads(second.content)
-    assert second.status == "error" and payload["type"] == "guard_stop" and payload["error"] is True
+    assert second.status == "error" and payload == {"error": True, "type": "budget_spent", "message": "the run budget 'tool_calls' is spent (1 of 1)"}
     final = result["messages"][-1]
     assert isinstance(final, AIMessage) and not final.tool_calls
     assert final.content.startswith("loopguard stopped the run")
@@ -284,7 +284,8 @@ def test_raise_on_stop_propagates_from_invoke() -> None:
     with pytest.raises(LoopGuardInterrupt) as caught:
         agent.invoke(user())
     assert caught.value.decision.action.value == "stop"
-    assert caught.value.decision.verdict.kind.value == "block"
+    assert caught.value.decision.verdict.kind.value == "budget_spent"
+    assert caught.value.decision.rule == "budget:tool_calls"
     assert any(signal.detector == "budget" for signal in caught.value.decision.signals)
     assert tools["search"] == 1
 

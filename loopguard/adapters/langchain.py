@@ -341,6 +341,9 @@ class LoopGuardMiddleware(AgentMiddleware[AgentState, Any]):
                 # The run is ending: calls of the batch that have not started yet do not run.
                 return run, call, _tool_message(call, _stopped_text(run.stop), "error", run.stop)
             return run, call, None
+        # The payload is what the model reads as this call's result, so the session records
+        # it as one (as the ToolNode wrapper, the stream and replay of the trace do).
+        self._note(run, run.session.after_call(call, ToolResult(verdict.payload(), True if verdict.is_error else None)))
         return run, call, _tool_message(call, verdict.payload_text(), "error" if verdict.is_error else "success", decision)
 
     def _record(self, run: _Run, call: ToolCall, result: ToolMessage | Command[Any], started: float) -> None:

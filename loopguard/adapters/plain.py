@@ -155,7 +155,9 @@ class GuardedTools:
     def _apply(self, call: ToolCall, decision: Decision) -> CallOutcome:
         verdict = decision.verdict
         if not verdict.runs_tool and decision.mode == "enforce":
-            return CallOutcome(call, decision, verdict.payload(), ran=False)
+            # The payload is what the model reads as this call's result: record it as one.
+            after = self.session.after_call(call, ToolResult(verdict.payload(), True if verdict.is_error else None))
+            return CallOutcome(call, decision, verdict.payload(), ran=False, after=after)
         function = self.tools.get(call.name)
         started = time.perf_counter()
         error = False
