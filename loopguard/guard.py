@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .policy.compile import CompiledPolicy
+from .policy.load import default_policy_path
 from .policy.store import PolicyStore, ReloadEvent, StoreStatus
 from .session import Session
 
@@ -77,6 +78,19 @@ class Guard:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    @classmethod
+    def resolve(cls, policy: "Guard | CompiledPolicy | str | Path | None" = None, profile: str | None = None) -> "Guard":
+        """A guard for whatever an adapter was given: a ready guard (returned as is), a
+        compiled policy, a path or ``builtin:NAME``; ``None`` means ``./loopguard.yml`` when
+        it exists, else ``builtin:default``. ``profile`` applies to paths only.
+
+        Raises:
+            loopguard.policy.PolicyError: the policy does not validate.
+        """
+        if isinstance(policy, Guard):
+            return policy
+        return cls.from_policy(default_policy_path() if policy is None else policy, profile=profile)
 
     @property
     def policy(self) -> CompiledPolicy:

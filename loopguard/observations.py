@@ -8,10 +8,7 @@ shared by the detectors. The word lists are deliberately small and documented in
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
 from typing import Any
 
 #: Nesting depth after which values are replaced by ``"<deep>"``.

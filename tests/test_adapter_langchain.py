@@ -222,7 +222,7 @@ def test_batch_is_judged_once_with_before_batch(monkeypatch: pytest.MonkeyPatch)
 
     def spy(self: Guard, *args: Any, **kwargs: Any) -> Any:
         session = original(self, *args, **kwargs)
-        batch, single = session.before_batch, session.before_call
+        batch = session.before_batch
         session.before_batch = lambda c: (seen.append(len(c)), batch(c))[1]  # type: ignore[method-assign]
         session.before_call = lambda c: pytest.fail("per-call fallback used")  # type: ignore[method-assign]
         return session

@@ -12,7 +12,7 @@ import pytest
 
 from loopguard import decision_log
 from loopguard.calls import ToolCall, ToolResult
-from loopguard.decision_log import DecisionLog, log_for, record_decision
+from loopguard.decision_log import DecisionLog, log_for
 from loopguard.decisions import Decision, GuardAction, Signal, Verdict, VerdictKind
 from loopguard.policy import load_policy
 from loopguard.session import Session

@@ -70,7 +70,6 @@ from ..decisions import Decision, GuardAction, VerdictKind
 from ..errors import LoopGuardInterrupt
 from ..guard import Guard
 from ..policy import CompiledPolicy
-from ..policy.load import default_policy_path
 from ..session import Session
 
 __all__ = [
@@ -102,9 +101,7 @@ def make_guard(policy: PolicyArg | None = None, profile: str | None = None) -> G
     Raises:
         loopguard.policy.PolicyError: the policy does not validate.
     """
-    if isinstance(policy, Guard):
-        return policy
-    return Guard.from_policy(default_policy_path() if policy is None else policy, profile=profile)
+    return Guard.resolve(policy, profile)
 
 
 def _clip(value: Any) -> Any:

@@ -63,7 +63,6 @@ from ..decisions import Decision, GuardAction
 from ..errors import LoopGuardInterrupt
 from ..guard import Guard
 from ..policy import CompiledPolicy
-from ..policy.load import default_policy_path
 from ..session import Session
 
 __all__ = ["LoopGuardMiddleware", "LoopGuardState", "PolicyArg"]
@@ -143,10 +142,7 @@ class LoopGuardMiddleware(AgentMiddleware[AgentState, Any]):
         recent: int = 256,
     ) -> None:
         super().__init__()
-        if isinstance(policy, Guard):
-            self.guard = policy
-        else:
-            self.guard = Guard.from_policy(default_policy_path() if policy is None else policy, profile=profile)
+        self.guard = Guard.resolve(policy, profile)
         self.raise_on_stop = raise_on_stop
         self.on_decision = on_decision
         self._recent_limit = max(0, recent)
