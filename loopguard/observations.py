@@ -151,8 +151,7 @@ _RETRYABLE_CODES = frozenset({408, 425, 429, 500, 502, 503, 504})
 # A status code counts only at the start of the output or right after a status word, so
 # "page 1401" and "401 rows" in a sentence are not failures. Candidates are found with a
 # simple pattern first; the context test runs only for them.
-_THREE_TIME_HINT = re.compile(r"\d:\d\d")
-_DIGITS = re.compile(r"\b[1-5]\d\d\b")
+_THREE_DIGITS = re.compile(r"\b[1-5]\d\d\b")
 _STATUS_CONTEXT = re.compile(r"\b(?:http(?:/\d(?:\.\d)?)?|status(?:[ _]code)?|error(?:[ _]code)?|code|response)\W{0,3}$")
 # At the very start of an output a number is a status code only with its reason phrase
 # ("403 Forbidden", "503 Service Unavailable"), so "401 rows exported" is not a failure.
