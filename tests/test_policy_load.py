@@ -218,3 +218,16 @@ def test_yaml_merge_keys_are_supported(tmp_path: Path) -> None:
     text = "version: 1\ndetectors:\n  repeat: &w {weight: 0.7}\n  cycle: {<<: *w, repeats: 3}\n"
     policy = load_policy_text(text)
     assert policy.detectors.cycle.weight == 0.7 and policy.detectors.cycle.repeats == 3
+
+
+def test_every_shipped_policy_is_packaged_for_wheels() -> None:
+    """A wheel carries policies/ as loopguard._builtin_policies; its globs must cover every file."""
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert config["package-dir"]["loopguard._builtin_policies"] == "policies"
+    globs = config["package-data"]["loopguard._builtin_policies"]
+    shipped = [path.relative_to(root / "policies").as_posix() for path in (root / "policies").rglob("*.yml")]
+    assert shipped and [name for name in shipped if not any(fnmatch.fnmatch(name, glob) for glob in globs)] == []

@@ -45,7 +45,16 @@ from .schema import Policy, _PolicyBody
 PROFILE_ENV = "LOOPGUARD_PROFILE"
 BUILTIN_PREFIX = "builtin:"
 #: The shipped policies, resolvable as ``builtin:NAME``.
-POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
+def _policies_dir() -> Path:
+    """Where the shipped policies are: ``policies/`` of a source checkout (or an editable
+    install), else the copy a wheel installs as the package ``loopguard._builtin_policies``."""
+    checkout = Path(__file__).resolve().parents[2] / "policies"
+    if (checkout / "default.yml").is_file():
+        return checkout
+    return Path(__file__).resolve().parents[1] / "_builtin_policies"
+
+
+POLICIES_DIR = _policies_dir()
 #: The policy file ``replay`` and friends use when none is named.
 DEFAULT_POLICY_FILE = "loopguard.yml"
 
