@@ -101,9 +101,10 @@ class Guard:
         """Revision, load time and the last reload error of the policy."""
         return self.store.status()
 
-    def session(self, run_id: str | None = None, thread_id: str | None = None) -> Session:
-        """A new session for one run. ``run_id`` defaults to a random UUID."""
-        return Session(self.store, run_id=run_id or str(uuid.uuid4()), thread_id=thread_id, history=self.history)
+    def session(self, run_id: str | None = None, thread_id: str | None = None, end_on_stop: bool = True) -> Session:
+        """A new session for one run. ``run_id`` defaults to a random UUID; ``end_on_stop``
+        (see :class:`Session`) blocks every call after a stop."""
+        return Session(self.store, run_id=run_id or str(uuid.uuid4()), thread_id=thread_id, history=self.history, end_on_stop=end_on_stop)
 
     def session_for(self, key: str, thread_id: str | None = None) -> Session:
         """The session registered under ``key`` (created on first use); for adapters keyed by run id."""

@@ -8,6 +8,7 @@ shared by the detectors. The word lists are deliberately small and documented in
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from typing import Any
@@ -143,6 +144,34 @@ def is_pending(text: str) -> bool:
 PERMANENT = "permanent"
 RETRYABLE = "retryable"
 DETERMINISTIC = "deterministic"
+#: The call never ran: the model read a guard's payload (block, cancel, budget_spent, ...).
+REFUSED = "refused"
+
+# The payloads of decisions.Verdict: recognised by content, so a live adapter (which
+# records the payload as the call's result) and replay of the recorded trace agree.
+_PAYLOAD_STARTS = ('{"error": true, "type": "', '{"cancelled": true, "reason": ')
+
+
+def is_refusal(text: str, output: Any = None) -> bool:
+    """True when the output is a guard's payload for a call that did not run: a
+    ``{"cancelled": true, "reason"}`` or a ``{"error": true, "type", "message"}`` object with
+    exactly those keys (a rule's block may name its own ``type``)."""
+    if isinstance(output, dict):
+        return _payload_keys(output)
+    if not text.startswith(_PAYLOAD_STARTS) or len(text) > 4096:
+        return False
+    try:
+        return _payload_keys(json.loads(text))
+    except ValueError:
+        return False
+
+
+def _payload_keys(data: Any) -> bool:
+    if not isinstance(data, dict):
+        return False
+    if data.get("cancelled") is True:
+        return data.keys() == {"cancelled", "reason"}
+    return data.get("error") is True and data.keys() == {"error", "type", "message"}
 
 _PERMANENT_CODES = frozenset({400, 401, 403, 404, 405, 410, 422})
 _RETRYABLE_CODES = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -278,5 +307,7 @@ class Observation:
 def observe(output: Any, error: bool | None = None) -> Observation:
     """Read one output (never raises)."""
     text = output_text(output)
+    if is_refusal(text, output):
+        return Observation(text, True, REFUSED)
     failed = looks_like_error(text, output) if error is None else bool(error)
     return Observation(text, failed, classify_failure(text) if failed else None)

@@ -370,8 +370,8 @@ class Session:
                 detector_verdict = Verdict(VerdictKind.BLOCK, rule=_detector_rule(signals), error_type=error_type, message=template.format(reasons=reasons))
             if verdict.kind is VerdictKind.BUDGET_SPENT:
                 pass  # the budget's own verdict and message say more than the detectors' here
-            elif detector_verdict.kind.strictness >= verdict.kind.strictness:
-                verdict = detector_verdict
+            elif detector_verdict.kind.strictness > verdict.kind.strictness:
+                verdict = detector_verdict  # on a tie the rule's own verdict and message stay
         decision = Decision(
             step=(record.step if record is not None and phase == "before_call" else self._steps - 1),
             phase=phase,

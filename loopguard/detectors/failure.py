@@ -18,7 +18,7 @@ write may have half-applied, and repeating it verbatim is riskier than a read.
 from __future__ import annotations
 
 from ..decisions import Signal
-from ..observations import PERMANENT, RETRYABLE
+from ..observations import PERMANENT, REFUSED, RETRYABLE
 from ..policy.schema import FailureDetector
 from .base import CallRecord, RunMemory, describe
 
@@ -43,7 +43,8 @@ class Failure:
             return config.weight if count >= config.retryable_attempts else None
         if count < config.attempts:
             return None
-        return config.permanent_weight if failure_class == PERMANENT else config.weight
+        # A call the guard refused and the model asks for again is as hopeless as a permanent failure.
+        return config.permanent_weight if failure_class in (PERMANENT, REFUSED) else config.weight
 
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
         if not self.config.enabled:
@@ -58,11 +59,15 @@ class Failure:
         score = self._score(stats.last_failure, count)
         if score is None:
             return None
+        if stats.last_failure == REFUSED:
+            message = f"{describe(record)} was already refused {count} times; asking again will be refused again"
+        else:
+            message = f"{describe(record)} already failed {count} times with the same error; retrying it unchanged will fail again"
         return Signal(
             detector=self.name,
             kind=f"retry_of_{stats.last_failure}_failure",
             score=score,
-            message=f"{describe(record)} already failed {count} times with the same error; retrying it unchanged will fail again",
+            message=message,
             evidence={"call": record.index, "failures": count, "class": stats.last_failure},
         )
 
@@ -92,7 +97,10 @@ class Failure:
             if armed == record.index - 1:
                 return self._escalated(record, "failed too")
             return None
-        message = f"{describe(record)} failed {count} times with the same {failure_class} error: {_excerpt(observation.text)}"
+        if failure_class == REFUSED:
+            message = f"{describe(record)} was refused {count} times and the model keeps asking for it"
+        else:
+            message = f"{describe(record)} failed {count} times with the same {failure_class} error: {_excerpt(observation.text)}"
         evidence = {"call": record.index, "failures": count, "class": failure_class}
         if failure_class == "deterministic" and novel_then is not None and memory.novel_results > novel_then:
             # Something new happened between the failures: one more chance to show progress.
