@@ -288,3 +288,18 @@ def test_chat_step_indexes_of_usage_and_messages() -> None:
     ]
     assert [item.step for item in run.items] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert run.steps == 2
+
+
+def test_a_step_key_close_to_a_known_one_is_an_error_and_other_keys_are_metadata(tmp_path: Path) -> None:
+    path = tmp_path / "typos.json"
+    path.write_text(json.dumps([
+        {"run_id": "a", "steps": [{"tol": "x", "args": {}}]},
+        {"run_id": "b", "steps": [{"tool": "x", "args": {}, "outptu": "z"}]},
+        {"run_id": "c", "steps": [{"tool": "x", "args": {}, "output": "z", "thought": "hm", "timestamp": 3}]},
+    ]))
+    runs = read_trace(path)
+    assert [str(run.error) if run.error else None for run in runs] == [
+        f"{path}: run 'a': step 0: unknown key 'tol' (did you mean 'tool'?)",
+        f"{path}: run 'b': step 0: unknown key 'outptu' (did you mean 'output'?)",
+        None,
+    ]

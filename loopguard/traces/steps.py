@@ -26,6 +26,7 @@ failed, and the string is the output when there is none). Other keys are ignored
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import Any, Mapping, Sequence
 
@@ -53,6 +54,17 @@ ID_KEYS = ("id", "call_id", "tool_call_id")
 USER_KEYS = ("user", "user_message")
 
 _ABSENT = object()
+KNOWN_KEYS = frozenset((*TOOL_KEYS, *ARGS_KEYS, *OUTPUT_KEYS, *ERROR_KEYS, *CALLER_KEYS, *AGENT_KEYS, *ID_KEYS, *USER_KEYS, "usage"))
+
+
+def _check_keys(step: Mapping[str, Any], location: str) -> None:
+    """A key close to a known one is a typo (``tol``, ``arg``, ``outptu``): an error, since
+    it would silently drop the tool, its arguments or its output. Other keys are metadata."""
+    for key in step:
+        if isinstance(key, str) and key not in KNOWN_KEYS:
+            close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.75)
+            if close:
+                raise MalformedTrace(location, f"unknown key {key!r} (did you mean {close[0]!r}?)")
 
 
 def is_step(value: Any) -> bool:
@@ -157,6 +169,7 @@ def parse_step(step: Any, index: int) -> list[TraceItem]:
     location = f"step {index}"
     if not isinstance(step, dict):
         raise MalformedTrace(location, f"must be an object, got {type_name(step)}")
+    _check_keys(step, location)
     items: list[TraceItem] = []
     user = _optional_text(step, USER_KEYS, location)
     if user is not None:
