@@ -19,7 +19,7 @@ import loopguard.traces.replay as replay_module
 from loopguard.calls import ModelUsage, ToolCall, ToolResult
 from loopguard.decisions import Decision, GuardAction, Signal, Verdict, VerdictKind
 from loopguard.signature import signature_of
-from loopguard.traces import RunReport, judge, parse_trace, read_trace, replay_file, replay_paths, replay_run
+from loopguard.traces import RunReport, judge, parse_trace, read_trace, render_text, replay_file, replay_paths, replay_run
 from loopguard.traces.cli import default_policy_source, main
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "traces"
@@ -139,7 +139,8 @@ def test_a_non_allow_verdict_is_reported_even_with_action_continue() -> None:
     [entry] = report.to_dict()["decisions"]
     assert entry["verdict"] == "block" and entry["rule"] == "no-forbidden" and entry["action"] == "continue"
     assert report.verdict is GuardAction.CONTINUE and report.first_intervention is None
-    assert report.reasons() == ["block by no-forbidden"]
+    assert report.reasons() == []  # nothing went wrong; the rule verdict is listed on its own line
+    assert "    = step 0: forbidden → block (rule no-forbidden)" in render_text([report]).splitlines()
 
 
 def test_batch_goes_through_before_batch_and_chat_steps_index_tool_calls() -> None:

@@ -166,11 +166,9 @@ class RunReport:
         entry = next((entry for entry in self.decisions if entry.action is verdict), None)
         if entry is None:
             return []
-        messages = list(dict.fromkeys(signal.message for signal in entry.decision.signals))
-        if not messages and entry.decision.verdict.kind is not VerdictKind.ALLOW:
-            rule = entry.decision.rule or entry.decision.verdict.rule
-            messages.append(f"{entry.decision.verdict.kind.value} by {rule or 'policy'}")
-        return messages
+        if verdict is GuardAction.CONTINUE:
+            return []  # nothing went wrong; rule verdicts are listed on their own
+        return list(dict.fromkeys(signal.message for signal in entry.decision.signals))
 
     def to_dict(self) -> dict[str, Any]:
         """``{"run_id", "steps", "tool_calls", "verdict", "first_intervention": {"step",
@@ -212,7 +210,8 @@ def summarize(reports: Iterable[RunReport]) -> dict[str, Any]:
 
 def render_text(reports: list[RunReport]) -> str:
     """A readable report: one line per run (id, verdict, step, judgement), the reasons
-    indented under it, then one summary line."""
+    indented under it (``-``), the calls a rule or budget decided (``=``), then one
+    summary line."""
     lines: list[str] = []
     width = min(max((len(report.run_id) for report in reports), default=0), 48)
     labelled = any(report.expected is not None for report in reports)
@@ -229,6 +228,11 @@ def render_text(reports: list[RunReport]) -> str:
         lines.append(line.rstrip())
         for reason in report.reasons():
             lines.append(f"    - {reason}")
+        for entry in report.decisions:
+            decision = entry.decision
+            # Rule and budget verdicts are policy at work, not a stuck run: list them too.
+            if decision.phase == "before_call" and decision.verdict.kind is not VerdictKind.ALLOW and decision.verdict.rule and not decision.verdict.rule.startswith("detector:"):
+                lines.append(f"    = step {entry.step}: {decision.tool} → {decision.verdict.kind.value} (rule {decision.verdict.rule})")
     lines.append(summary_line(summarize(reports)))
     return "\n".join(lines)
 
