@@ -124,3 +124,24 @@ def test_example_traces(policy) -> None:
         "paging-past-the-end": "replan",
         "triage-pingpong": "stop",
     }
+
+
+def test_readme_quick_start_output_is_true(capsys) -> None:
+    """The README shows the first command's output; the lines it shows (not the elided
+    ones) must be what `loopguard replay examples/traces/` prints, exit code included."""
+    import os
+
+    from loopguard.cli import main
+
+    readme = (REPO / "README.md").read_text()
+    shown = readme.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        code = main(["replay", "examples/traces/"])
+    finally:
+        os.chdir(cwd)
+    printed = capsys.readouterr().out.splitlines()
+    assert code == 1
+    assert [line for line in shown if "..." not in line] == [line for line in printed if line in shown]
+    assert len([line for line in shown if "..." not in line]) >= 6
