@@ -106,7 +106,7 @@ CASES: dict[str, tuple[str | None, bool, list[str]]] = {
         "bad/unknown_profile.yml:2:1: LG403: unknown profile 'staging' (known: dev, prod)",
     ]),
     "profile_typo.yml": (None, False, [
-        "bad/profile_typo.yml:7:17: LG201: unknown key 'atempts' in detectors.failure (hint: did you mean 'attempts'?)",
+        "bad/profile_typo.yml:7:17: LG201: unknown key 'atempts' in detectors.failure of profile 'prod' (hint: did you mean 'attempts'?)",
     ]),
     "multiple.yml": (None, False, [
         "bad/multiple.yml:2:7: LG206: mode must be 'enforce' or 'observe', got string 'enforse' (hint: did you mean 'enforce'?)",

@@ -505,7 +505,7 @@ def _add_unknown_key(problems: _Problems, key: Any, origin: Origin, path: PathKe
         problems.add(origin, codes.UNKNOWN_DETECTOR, f"unknown detector '{key}' (known: {', '.join(fields)})", _did_you_mean(key, fields))
         return
     if relative:
-        where = f"in {_dotted(relative)}"
+        where = f"in {_dotted(relative)}" + (f" of profile '{profile}'" if profile is not None else "")
     elif profile is not None:
         where = f"in profile '{profile}'"
     else:

@@ -145,7 +145,7 @@ class Thresholds(_Model):
 class Budget(_Model):
     """A limit on a counter in a scope; the call that would exceed it gets ``budget_spent``."""
 
-    limit: float = Field(..., gt=0, description="The most the counter may reach (steps, calls, tokens or USD).")
+    limit: int | float = Field(..., gt=0, description="The most the counter may reach (steps, calls, tokens or USD).")
     scope: Scope = Field("run", description="turn: reset at every user message; run: the whole run.")
     on_exceed: Literal["block", "stop"] = Field(
         "block", description="block: the call gets budget_spent and the run goes on; stop: it also ends the run."
