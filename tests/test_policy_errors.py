@@ -224,3 +224,15 @@ def test_short_values_and_lists() -> None:
 def test_unselected_profile_expressions_are_checked() -> None:
     text = "version: 1\nprofiles:\n  prod:\n    rules:\n      - id: x\n        when: run.calls >> >\n        verdict: allow\n"
     assert check_policy_text_errors(text) == ["t.yml:6:28: LG304: invalid condition: invalid syntax"]
+
+
+def test_a_double_quoted_name_in_match_is_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "quoted.yml"
+    path.write_text("version: 1\nrules:\n  - id: ping\n    tool: search\n    match: 'arguments.q == \"ping\"'\n    verdict: answer\n    result: pong\n")
+    path.chmod(0o644)
+    result = check_policy(path)
+    assert [problem.format() for problem in result.problems] == [
+        f'{path}:5:28: LG902: warning: "ping" is a field name in JMESPath, so this compares with the field ping, '
+        "not the string (hint: write 'ping' for a string (or `\"ping\"` as a JSON literal))"
+    ]
+    assert result.ok

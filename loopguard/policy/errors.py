@@ -30,6 +30,8 @@ LG401    extends-missing         ``extends`` names a file that does not exist
 LG402    extends-cycle           ``extends`` chains back to a file already in the chain
 LG403    unknown-profile         the selected profile is not defined
 LG901    writable-policy         (warning) the file is writable by group or others
+LG902    quoted-identifier       (warning) a ``match`` compares with a "double-quoted" name,
+                                 which JMESPath reads as a field, not a string
 =======  ======================  ==============================================
 """
 
@@ -62,6 +64,7 @@ CODES: dict[str, str] = {
     "LG402": "extends-cycle",
     "LG403": "unknown-profile",
     "LG901": "writable-policy",
+    "LG902": "quoted-identifier",
 }
 
 IO_ERROR = "LG100"
@@ -86,6 +89,7 @@ EXTENDS_MISSING = "LG401"
 EXTENDS_CYCLE = "LG402"
 UNKNOWN_PROFILE = "LG403"
 WRITABLE_POLICY = "LG901"
+QUOTED_IDENTIFIER = "LG902"
 
 Severity = Literal["error", "warning"]
 

@@ -514,6 +514,10 @@ def _add_unknown_key(problems: _Problems, key: Any, origin: Origin, path: PathKe
     problems.add(origin, codes.UNKNOWN_KEY, f"unknown key '{key}' {where}", hint)
 
 
+# ``== "ping"``: JMESPath reads "ping" as a quoted identifier (a field), a classic mistake.
+_QUOTED_COMPARISON = re.compile(r'(?:==|!=)\s*"([^"]*)"')
+
+
 def _check_overlay_keys(node: Node, path: PathKey, problems: _Problems, profile: str) -> None:
     """Unknown keys anywhere in a profile overlay, reported even when the profile is not selected."""
     if isinstance(node.value, dict):
@@ -736,6 +740,17 @@ def _check_expressions(root: Node, problems: _Problems) -> None:
                 compile_match(match.value)
             except ExpressionError as error:
                 problems.add(_inside(match, error.offset), codes.BAD_JMESPATH, error.message)
+            else:
+                quoted = _QUOTED_COMPARISON.search(match.value)
+                if quoted is not None:
+                    name = quoted.group(1)
+                    problems.add(
+                        _inside(match, quoted.start(1) - 1),
+                        codes.QUOTED_IDENTIFIER,
+                        f'"{name}" is a field name in JMESPath, so this compares with the field {name}, not the string',
+                        f"write '{name}' for a string (or `\"{name}\"` as a JSON literal)",
+                        severity="warning",
+                    )
         when = rule.value.get("when")
         if when is not None and isinstance(when.value, str):
             try:
