@@ -236,3 +236,22 @@ def test_a_double_quoted_name_in_match_is_a_warning(tmp_path: Path) -> None:
         "not the string (hint: write 'ping' for a string (or `\"ping\"` as a JSON literal))"
     ]
     assert result.ok
+
+
+def test_policies_the_loader_cannot_walk_are_problems_not_tracebacks(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.yml"
+    deep.write_text("version: 1\ntools:\n  x: " + "[" * 3000 + "]" * 3000 + "\n")
+    alias = tmp_path / "alias.yml"
+    alias.write_text("version: 1\ntools: &a\n  x: *a\n")
+    for path in (deep, alias):
+        path.chmod(0o644)
+        [problem] = check_policy(path).problems
+        assert problem.format() == (
+            f"{path}:1:1: LG101: the policy nests too deeply to read (or an alias refers to itself) "
+            "(hint: flatten the structure; a policy is a few levels deep)"
+        )
+    loop = tmp_path / "loop.yml"
+    loop.symlink_to(loop)
+    with pytest.raises(PolicyIOError) as caught:
+        check_policy(loop)
+    assert caught.value.problems[0].code == "LG100"

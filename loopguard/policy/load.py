@@ -872,11 +872,17 @@ def check_policy(source: str | Path, *, profile: str | None = None, all_profiles
     path = resolve_source(source)
     display = _display(path)
     problems = _Problems()
-    chain = _Chain()
-    chain.resolved.append(path.resolve())
-    chain.displays.append(display)
-    root = _read_file(path, display, chain, problems, None)
-    return _check_tree(root, problems, str(source), profile, all_profiles)
+    try:
+        chain = _Chain()
+        chain.resolved.append(path.resolve())
+        chain.displays.append(display)
+        root = _read_file(path, display, chain, problems, None)
+        return _check_tree(root, problems, str(source), profile, all_profiles)
+    except (RecursionError, ValueError) as error:
+        return _unreadable(error, display, str(source), profile, all_profiles)
+    except (OSError, RuntimeError) as error:  # symlink loops, names too long: not a policy to read
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise PolicyIOError([Problem(display, 1, 1, codes.IO_ERROR, f"cannot read policy file: {reason}")]) from error
 
 
 def check_policy_text(
@@ -884,8 +890,23 @@ def check_policy_text(
 ) -> CheckResult:
     """Like :func:`check_policy` for a policy given as text; ``extends`` paths resolve from ``base_dir`` (default: cwd)."""
     problems = _Problems()
-    root = _read_text(text, source_name, Path(base_dir) if base_dir is not None else Path.cwd(), _Chain(), problems)
-    return _check_tree(root, problems, source_name, profile, all_profiles)
+    try:
+        root = _read_text(text, source_name, Path(base_dir) if base_dir is not None else Path.cwd(), _Chain(), problems)
+        return _check_tree(root, problems, source_name, profile, all_profiles)
+    except (RecursionError, ValueError) as error:
+        return _unreadable(error, source_name, source_name, profile, all_profiles)
+
+
+def _unreadable(error: Exception, display: str, source: str, profile: str | None, all_profiles: bool) -> CheckResult:
+    """A policy the loader cannot even walk (nesting past Python's recursion limit, an alias
+    that contains itself, a number too long to convert): one problem, never a traceback."""
+    problems = _Problems()
+    if isinstance(error, RecursionError):
+        message = "the policy nests too deeply to read (or an alias refers to itself)"
+        problems.add(Origin(display, 1, 1), codes.YAML_SYNTAX, message, "flatten the structure; a policy is a few levels deep")
+    else:
+        problems.add(Origin(display, 1, 1), codes.YAML_SYNTAX, f"the policy cannot be read: {error}")
+    return _check_tree(None, problems, source, profile, all_profiles)
 
 
 def _profile_or_env(profile: str | None) -> str | None:
