@@ -52,6 +52,8 @@ def test_more_cases_of_each_kind_are_handled(policy) -> None:
         "healthy-fanout-with-empties": "ok",
         "healthy-edit-test-cycle": "ok",
         "healthy-supervisor": "ok",
+        "healthy-distinct-records": "ok",
+        "same-call-new-generated-id": "ok",
     }
 
 

@@ -1,10 +1,9 @@
 """no_progress: results that bring nothing new.
 
 A result is *stale* when it is empty ("no results", ``[]``), when it re-reads a range
-already read (see near_duplicate), when the same tool has
-already returned it (compared after normalising volatile parts, so "stored record
-7f02" and "stored record 7f03" are the same), or when it repeats a failure already
-seen. A result that reports a pending state (queued, running, ...) is a healthy poll
+already read (see near_duplicate), when the same tool has already returned it (exactly;
+for the same call, after normalising volatile parts, so "stored record 7f02" and
+"stored record 7f03" are the same), or when it repeats a failure already seen. A result that reports a pending state (queued, running, ...) is a healthy poll
 and only counts as stale after ``poll_patience`` identical observations. The signal
 is active while the newest ``patience`` results in a row are stale; any new
 information ends it.
@@ -26,29 +25,35 @@ class _ToolOutputs:
 
     Outputs are bucketed by their skeleton, so a new output is normalised only when an
     earlier one already shares its skeleton (see :class:`~loopguard.observations.Observation`).
+    Volatile parts are normalised away only between results of the *same* call (a record
+    stored twice gets two generated ids); results of different calls must match exactly,
+    since what differs there (``record 100000`` / ``record 100001``) is usually what was
+    asked for.
     """
 
     __slots__ = ("_failures", "_outputs")
 
     def __init__(self, capacity: int) -> None:
         self._failures: BoundedMap[int, None] = BoundedMap(capacity)
-        self._outputs: BoundedMap[int, list[Observation]] = BoundedMap(capacity)
+        self._outputs: BoundedMap[int, list[tuple[int, Observation]]] = BoundedMap(capacity)
 
-    def contains(self, observation: Observation) -> bool:
+    def contains(self, observation: Observation, call: int) -> bool:
         if observation.error:
             return observation.shape in self._failures
         bucket = self._outputs.get(observation.skeleton)
-        return bucket is not None and any(observation.same_as(earlier) for earlier in bucket)
+        if bucket is None:
+            return False
+        return any(earlier.exact == observation.exact or (key == call and observation.same_as(earlier)) for key, earlier in bucket)
 
-    def add(self, observation: Observation) -> None:
+    def add(self, observation: Observation, call: int) -> None:
         if observation.error:
             self._failures.put(observation.shape, None)
             return
         bucket = self._outputs.get(observation.skeleton)
         if bucket is None:
-            self._outputs.put(observation.skeleton, [observation])
-        elif not any(earlier.exact == observation.exact for earlier in bucket):
-            bucket.append(observation)
+            self._outputs.put(observation.skeleton, [(call, observation)])
+        elif not any(key == call and earlier.exact == observation.exact for key, earlier in bucket):
+            bucket.append((call, observation))
             if len(bucket) > _BUCKET:
                 del bucket[0]
 
@@ -83,7 +88,7 @@ class NoProgress:
         if seen is None:
             seen = _ToolOutputs(self.config.memory)
             self._seen.put(record.tool, seen)
-        repeated_output = seen.contains(observation)
+        repeated_output = seen.contains(observation, record.signature.key)
 
         kind = "same_output"
         identical = observation.same_as(stats.last)
@@ -116,7 +121,7 @@ class NoProgress:
         stats.last = observation
         stats.last_failure = observation.failure_class
         stats.results += 1
-        seen.add(observation)
+        seen.add(observation, record.signature.key)
 
         if stale:
             memory.stale_streak += 1
