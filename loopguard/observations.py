@@ -305,7 +305,15 @@ class Observation:
 
 
 def observe(output: Any, error: bool | None = None) -> Observation:
-    """Read one output (never raises)."""
+    """Read one output (never raises: an output that cannot even be read as text is
+    ``"<unreadable output>"``)."""
+    try:
+        return _observe(output, error)
+    except Exception:
+        return Observation("<unreadable output>", bool(error), DETERMINISTIC if error else None)
+
+
+def _observe(output: Any, error: bool | None) -> Observation:
     text = output_text(output)
     if is_refusal(text, output):
         return Observation(text, True, REFUSED)

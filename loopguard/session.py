@@ -53,6 +53,45 @@ _DETECTOR_MESSAGES = {
 }
 
 
+def _text(value: Any, fallback: str = "?") -> str:
+    """``value`` as a string, whatever it is (a tool name, an agent); never raises."""
+    if type(value) is str:
+        return value
+    try:
+        return str(value)
+    except Exception:
+        return fallback
+
+
+def _as_call(call: Any) -> ToolCall:
+    """A ToolCall from a ToolCall or a LangChain-style mapping ``{"name", "args", "id"}``."""
+    if isinstance(call, ToolCall):
+        if type(call.name) is str and (call.agent is None or type(call.agent) is str):
+            return call
+        return ToolCall(_text(call.name, "<tool>"), call.arguments, call.id, None if call.agent is None else _text(call.agent))
+    if isinstance(call, dict) and "name" in call:
+        return ToolCall(_text(call["name"], "<tool>"), call.get("args", call.get("arguments", {})), call.get("id"), call.get("agent"))
+    raise TypeError(f"a tool call must be a loopguard.ToolCall or a mapping with 'name', got {type(call).__name__}")
+
+
+def _as_result(result: Any) -> ToolResult:
+    """A ToolResult, or the bare output wrapped in one (even one whose attribute access raises)."""
+    try:
+        if isinstance(result, ToolResult):
+            return result
+    except Exception:
+        pass
+    return ToolResult(result)
+
+
+def _count(value: Any) -> int:
+    """A token count from whatever a provider reported (negative, None or text count as 0)."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
 def _resolver(policy: PolicySource) -> Callable[[], CompiledPolicy]:
     if isinstance(policy, CompiledPolicy):
         return lambda: policy
@@ -164,12 +203,13 @@ class Session:
             self.run.steps += 1
             self.turn = Counters(steps=1)
             self.turn_index += 1
-            self.user_message = text if isinstance(text, str) else str(text)
+            self.user_message = _text(text, "")
             self._no_progress.reset_turn(self._memory)
             self._stale = None
 
     def before_call(self, call: ToolCall) -> Decision:
         """Decide one pending tool call before it runs (rules, budgets, then detectors)."""
+        call = _as_call(call)
         with self._lock:
             return self._before_call(call, self._current_policy())
 
@@ -179,12 +219,17 @@ class Session:
         The calls are judged in order against one policy revision; a verdict closes only
         its own call.
         """
+        calls = [_as_call(call) for call in calls]
         with self._lock:
             policy = self._current_policy()
             return [self._before_call(call, policy) for call in calls]
 
     def after_call(self, call: ToolCall, result: ToolResult) -> Decision:
-        """Record the result of a call that ran; result-aware detectors judge it."""
+        """Record the result of a call that ran; result-aware detectors judge it.
+
+        ``result`` may be a :class:`ToolResult` or the bare output.
+        """
+        call, result = _as_call(call), _as_result(result)
         with self._lock:
             policy = self._current_policy()
             record, carried = self._take_in_flight(call)
@@ -214,7 +259,7 @@ class Session:
             self._steps += 1
             self.run.steps += 1
             self.turn.steps += 1
-            signal = self._handoff.transfer(str(agent), None if caller is None else str(caller), self._steps - 1)
+            signal = self._handoff.transfer(_text(agent), None if caller is None else _text(caller), self._steps - 1)
             return self._decide(policy, "observe", [signal] if signal else [], ALLOW, None, None)
 
     def observe_agent_message(self, agent: str | None, text: Any) -> Decision:
@@ -222,8 +267,9 @@ class Session:
         they are judged like a repeated call whose output never changes."""
         with self._lock:
             policy = self._current_policy()
-            text = text if isinstance(text, str) else str(text)
+            text = _text(text)
             body = " ".join(text[:2048].lower().split())  # case and spacing never make a message new
+            agent = None if agent is None else _text(agent)
             record = self._record(ToolCall(f"message:{agent or 'agent'}", {"text": body}, agent=agent), policy)
             signals = [s for s in (self._repeat.pending(record, self._memory), self._cycle.pending(record, self._memory)) if s]
             self._steps += 1
@@ -238,14 +284,17 @@ class Session:
 
     def observe_model_call(self, usage: ModelUsage) -> Decision:
         """A model call's token usage; cost comes from ``usage.cost_usd`` or the policy's pricing (USD per million tokens)."""
+        if not isinstance(usage, ModelUsage):
+            raise TypeError(f"usage must be a loopguard.ModelUsage, got {type(usage).__name__}")
         with self._lock:
             policy = self._current_policy()
-            tokens = max(0, int(usage.input_tokens or 0)) + max(0, int(usage.output_tokens or 0))
-            cost = usage.cost_usd
+            input_tokens, output_tokens = _count(usage.input_tokens), _count(usage.output_tokens)
+            tokens = input_tokens + output_tokens
+            cost = usage.cost_usd if isinstance(usage.cost_usd, (int, float)) and usage.cost_usd >= 0 else None
             if cost is None and usage.model:
-                price = policy.price(usage.model)
+                price = policy.price(_text(usage.model))
                 if price is not None:
-                    cost = (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1_000_000
+                    cost = (input_tokens * price.input + output_tokens * price.output) / 1_000_000
             for counters in (self.run, self.turn):
                 counters.tokens += tokens
                 counters.cost_usd += cost or 0.0

@@ -34,8 +34,21 @@ def canonical_value(value: Any, _depth: int = 0, _seen: frozenset[int] = frozens
     """Return a JSON-safe, canonical copy of ``value`` (never raises).
 
     Integral floats become ints, mappings get string keys, sets become sorted lists,
-    tuples become lists. See the module docstring for the limits applied.
+    tuples become lists. See the module docstring for the limits applied. A value whose
+    own methods raise (``__getattribute__``, ``items``, ``__iter__``) becomes
+    ``"<TYPE unreadable>"``.
     """
+    try:
+        return _canonical(value, _depth, _seen)
+    except Exception:
+        try:
+            name = type(value).__name__
+        except Exception:
+            name = "object"
+        return f"<{name} unreadable>"
+
+
+def _canonical(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset()) -> Any:
     if value is None or value is True or value is False:
         return value
     kind = type(value)
@@ -44,7 +57,8 @@ def canonical_value(value: Any, _depth: int = 0, _seen: frozenset[int] = frozens
             return f"<str len={len(value)} digest={_digest(value)}>"
         return value
     if kind is int:
-        return value
+        # A huge int would make str()/JSON refuse it (Python's 4300-digit limit) and costs memory.
+        return value if value.bit_length() <= 1024 else f"<int {value.bit_length()} bits>"
     if kind is float:
         if math.isnan(value):
             return "NaN"
@@ -88,12 +102,15 @@ def canonical_value(value: Any, _depth: int = 0, _seen: frozenset[int] = frozens
     if isinstance(value, bool):  # bool subclasses such as numpy.bool_
         return bool(value)
     if isinstance(value, int):
-        return int(value)
+        return canonical_value(int(value), _depth)
     if isinstance(value, float):
         return canonical_value(float(value), _depth)
     if isinstance(value, (bytes, bytearray)):
         return f"<bytes len={len(value)} digest={hashlib.blake2b(bytes(value), digest_size=8).hexdigest()}>"
-    model_dump = getattr(value, "model_dump", None)  # pydantic models, as tools often take them
+    try:
+        model_dump = getattr(value, "model_dump", None)  # pydantic models, as tools often take them
+    except Exception:
+        model_dump = None
     if callable(model_dump):
         try:
             return canonical_value(model_dump(), _depth + 1, _seen | {ident})
@@ -195,7 +212,7 @@ def _flat_copy(arguments: Any) -> dict[str, Any] | None:
         return None
     for key, value in arguments.items():
         kind = type(value)
-        if type(key) is not str or kind not in _FLAT_TYPES or (kind is str and len(value) > MAX_STRING):
+        if type(key) is not str or kind not in _FLAT_TYPES or (kind is str and len(value) > MAX_STRING) or (kind is int and value.bit_length() > 1024):
             return None
     return dict(arguments)
 

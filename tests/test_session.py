@@ -143,3 +143,25 @@ def test_odd_arguments_and_outputs_never_crash_a_decision(arguments) -> None:
     call = ToolCall("odd", arguments)
     assert session.before_call(call).verdict.kind.value == "allow"
     assert session.after_call(call, ToolResult(Unprintable())).action.value == "continue"
+
+
+def test_odd_call_objects_names_results_and_usage() -> None:
+    from loopguard import ModelUsage
+
+    session = session_for()
+
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("no")
+
+        __repr__ = __str__
+
+    assert session.before_call({"name": "search", "args": {"q": "x"}, "id": "c1"}).verdict.kind.value == "allow"
+    assert session.after_call({"name": "search", "args": {"q": "x"}, "id": "c1"}, "3 results").action.value == "continue"
+    assert session.before_call(ToolCall(None, {})).tool == "None"  # type: ignore[arg-type]
+    assert session.before_call(ToolCall(Unprintable(), {"n": 10**5000})).tool == "<tool>"  # type: ignore[arg-type]
+    session.observe_agent_message(Unprintable(), Unprintable())
+    session.observe_user_message(Unprintable())
+    assert session.observe_model_call(ModelUsage(input_tokens="x", output_tokens=-5)).action.value == "continue"  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a tool call must be a loopguard.ToolCall or a mapping with 'name', got NoneType"):
+        session.before_call(None)  # type: ignore[arg-type]
