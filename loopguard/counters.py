@@ -33,7 +33,7 @@ class Counters:
             "tokens": self.tokens,
             "cost_usd": self.cost_usd,
             "failures": self.failures,
-            "per_tool": self.per_tool,
+            "per_tool": dict(self.per_tool),  # a copy: a condition must never change the counters
         }
 
 

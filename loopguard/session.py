@@ -14,6 +14,7 @@ keeps all).
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections import deque
 from typing import Any, Callable, Iterable, Sequence
@@ -488,7 +489,8 @@ class Session:
                 "calls": self.run.per_tool.get(call.name, 0),
                 "turn_calls": self.turn.per_tool.get(call.name, 0),
             },
-            "call": {"tool": call.name, "arguments": record.signature.arguments, "id": call.id, "agent": call.agent},
+            # A copy: a condition calling .pop() must not change what later rules and detectors see.
+            "call": {"tool": call.name, "arguments": copy.deepcopy(record.signature.arguments), "id": call.id, "agent": call.agent},
         }
 
     def _remember_in_flight(self, call: ToolCall, record: CallRecord, carried: tuple[Signal, ...]) -> None:

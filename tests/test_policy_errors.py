@@ -255,3 +255,36 @@ def test_policies_the_loader_cannot_walk_are_problems_not_tracebacks(tmp_path: P
     with pytest.raises(PolicyIOError) as caught:
         check_policy(loop)
     assert caught.value.problems[0].code == "LG100"
+
+
+@pytest.mark.parametrize(
+    ("condition", "message"),
+    [
+        ("matches(turn.user_message, '(a+)+$')", "regular expression with a quantified group inside a quantifier can take exponential time; simplify it"),
+        ("'a'.ljust(1000000000) == 'a'", "method 'ljust' is not allowed in a condition"),
+        ("run.per_tool.clear() != None", "method 'clear' is not allowed in a condition"),
+        ("(lambda: 1)() == 1", "Lambda is not allowed in a condition"),
+    ],
+)
+def test_conditions_that_could_hang_or_change_state_are_load_errors(condition: str, message: str) -> None:
+    with pytest.raises(PolicyError) as caught:
+        load_policy_text(f'version: 1\nrules:\n  - id: r\n    when: "{condition}"\n    verdict: block\n    message: m\n')
+    [problem] = caught.value.problems
+    assert problem.code == "LG304" and problem.message.startswith(message)
+
+
+def test_a_condition_sees_copies_of_the_counters() -> None:
+    from loopguard import Guard, ToolCall, ToolResult
+
+    policy = load_policy_text(
+        "version: 1\nbudgets:\n  per_tool:\n    search: {limit: 2}\n"
+        "rules:\n  - id: r\n    when: \"run.per_tool.get('search', 0) > 100 and call.arguments.get('q') == 'never'\"\n    verdict: block\n    message: m\n"
+    )
+    session = Guard.from_policy(policy).session()
+    kinds = []
+    for i in range(3):
+        call = ToolCall("search", {"q": str(i)})
+        decision = session.before_call(call)
+        kinds.append(decision.verdict.kind.value)
+        session.after_call(call, ToolResult(f"result {i}"))
+    assert kinds == ["allow", "allow", "budget_spent"]

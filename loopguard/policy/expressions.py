@@ -81,11 +81,16 @@ def _raise(message: str, offset: int | None) -> Any:
     raise ExpressionError(message, offset)
 
 
+#: matches() looks at most at this many characters of its text (user text feeds the hot path).
+MAX_MATCH_TEXT = 4096
+
+
 def _matches(text: Any, pattern: str) -> bool:
-    """matches(text, regex): case-insensitive regex search; False for non-text."""
+    """matches(text, regex): case-insensitive regex search over the first
+    :data:`MAX_MATCH_TEXT` characters; False for non-text."""
     if not isinstance(text, str):
         return False
-    return _regex(pattern).search(text) is not None
+    return _regex(pattern).search(text[:MAX_MATCH_TEXT]) is not None
 
 
 @lru_cache(maxsize=256)
@@ -156,6 +161,7 @@ class _Evaluator(simpleeval.SimpleEval):
         self.operators[ast.Pow] = _bounded_power
         self.operators[ast.Add] = _bounded_add
         self.operators[ast.Mult] = _bounded_mult
+        self.operators[ast.Mod] = _no_string_formatting
 
 
 def _bounded_power(base: Any, exponent: Any) -> Any:
@@ -174,6 +180,12 @@ def _bounded_add(left: Any, right: Any) -> Any:
     return _check_size(left + right)
 
 
+def _no_string_formatting(left: Any, right: Any) -> Any:
+    if isinstance(left, (str, bytes)):
+        raise simpleeval.FeatureNotAvailable("string formatting with % is not allowed in a condition")
+    return left % right
+
+
 def _bounded_mult(left: Any, right: Any) -> Any:
     if isinstance(left, (str, list, tuple)) and isinstance(right, int) or isinstance(right, (str, list, tuple)) and isinstance(left, int):
         size = len(left) * right if isinstance(left, (str, list, tuple)) else len(right) * left
@@ -181,6 +193,16 @@ def _bounded_mult(left: Any, right: Any) -> Any:
             raise simpleeval.IterableTooLong(f"value longer than {MAX_STRING_LENGTH}")
     return left * right
 
+
+#: Methods a condition may call on values: reading only, nothing that builds large strings
+#: (ljust, center, zfill, ...) or changes run state (pop, clear, ...).
+ALLOWED_METHODS = frozenset(
+    {"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "startswith", "endswith", "get", "count", "find",
+     "isdigit", "isalpha", "isalnum", "keys", "values", "items"}
+)
+# A group with a quantifier, itself quantified: "(a+)+", "(x*)*", "(a|aa)+" ... can take
+# exponential time on a crafted input (catastrophic backtracking).
+_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]")
 
 _ALLOWED_ROOTS = frozenset({"run", "turn", "tool", "call"}) | frozenset(CONDITION_CONSTANTS)
 
@@ -210,5 +232,21 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
             )
         if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             return _raise(f"attribute {node.attr!r} is not allowed in a condition", node.col_offset)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr not in ALLOWED_METHODS:
+            return _raise(
+                f"method {node.func.attr!r} is not allowed in a condition (allowed: {', '.join(sorted(ALLOWED_METHODS))})",
+                node.func.col_offset,
+            )
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr)):
+            return _raise(f"{type(node).__name__} is not allowed in a condition", node.col_offset)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "matches" and len(node.args) == 2:
+            pattern = node.args[1]
+            if isinstance(pattern, ast.Constant) and isinstance(pattern.value, str):
+                try:
+                    re.compile(pattern.value)
+                except re.error as error:
+                    return _raise(f"invalid regular expression in matches(): {error}", pattern.col_offset)
+                if _NESTED_QUANTIFIER.search(pattern.value):
+                    return _raise("regular expression with a quantified group inside a quantifier can take exponential time; simplify it", pattern.col_offset)
     parsed = simpleeval.SimpleEval().parse(text.strip())
     return CompiledCondition(text, frozenset(names), parsed)

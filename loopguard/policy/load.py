@@ -139,6 +139,10 @@ _YAML_TAG_PREFIX = "tag:yaml.org,2002:"
 _ALLOWED_TAGS = frozenset(_YAML_TAG_PREFIX + name for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp"))
 
 
+#: Most values a policy may expand to; aliases of aliases could otherwise fill memory.
+_MAX_NODES = 100_000
+
+
 class _Reader:
     """One YAML text → a :class:`Node` tree, recording problems."""
 
@@ -149,6 +153,7 @@ class _Reader:
         self.problems = problems
         self.fatal = False
         self._constructor = yaml.SafeLoader("")
+        self._nodes = 0  # values built so far: aliases can multiply them ("billion laughs")
 
     def origin(self, mark: yaml.Mark) -> Origin:
         return Origin(self.file, mark.line + 1, mark.column + 1)
@@ -202,6 +207,12 @@ class _Reader:
 
     def _node(self, node: yaml.Node, key_origin: Origin | None) -> Node:
         origin = self.origin(node.start_mark)
+        self._nodes += 1
+        if self._nodes > _MAX_NODES:
+            if not self.fatal:
+                self.problems.add(origin, codes.YAML_SYNTAX, f"the policy expands to more than {_MAX_NODES:,} values (aliases repeating aliases?)", hint="a policy is small; do not nest aliases")
+            self.fatal = True
+            return Node(None, origin, key_origin)
         if node.tag not in _ALLOWED_TAGS:
             tag = "!!" + node.tag[len(_YAML_TAG_PREFIX) :] if node.tag.startswith(_YAML_TAG_PREFIX) else node.tag
             self.problems.add(origin, codes.YAML_TAG, f"YAML tag '{tag}' is not allowed; a policy is plain data", hint="remove the tag")

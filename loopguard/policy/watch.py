@@ -69,10 +69,23 @@ def policy_files(source: str | Path) -> list[Path]:
     return files
 
 
+#: Larger files are not policies; reading them (or a device such as /dev/zero) would never end.
+_MAX_POLICY_BYTES = 1 << 20
+
+
+def _readable(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size <= _MAX_POLICY_BYTES
+    except OSError:
+        return False
+
+
 def _extends_of(path: Path) -> Path | None:
+    if not _readable(path):
+        return None
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         return None
     target = data.get("extends") if isinstance(data, dict) else None
     if not isinstance(target, str) or not target:
@@ -93,10 +106,12 @@ def fingerprint(files: tuple[str, ...]) -> Fingerprint:
     """Content hash of each file (``None`` for a file that cannot be read)."""
     result: list[tuple[str, str | None]] = []
     for name in files:
-        try:
-            digest: str | None = hashlib.sha256(Path(name).read_bytes()).hexdigest()
-        except OSError:
-            digest = None
+        digest: str | None = None
+        if _readable(Path(name)):
+            try:
+                digest = hashlib.sha256(Path(name).read_bytes()).hexdigest()
+            except OSError:
+                digest = None
         result.append((name, digest))
     return tuple(result)
 
