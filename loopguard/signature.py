@@ -68,7 +68,7 @@ def _canonical(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset())
             return int(value)
         return value
     if _depth >= MAX_DEPTH:
-        return "<deep>"
+        return f"<deep {_rest_digest(value)}>"
     ident = id(value)
     if isinstance(value, dict) or _is_mapping(value):
         if ident in _seen:
@@ -81,7 +81,7 @@ def _canonical(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset())
             return f"<{type(value).__name__}>"
         for index, (key, item) in enumerate(items):
             if index >= MAX_ITEMS:
-                out["<more>"] = len(items) - MAX_ITEMS
+                out["<more>"] = f"{len(items) - MAX_ITEMS} {_rest_digest(items[MAX_ITEMS:])}"
                 break
             out[key if isinstance(key, str) else _key_text(key)] = canonical_value(item, _depth + 1, seen)
         return out
@@ -91,14 +91,16 @@ def _canonical(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset())
         seen = _seen | {ident}
         items = [canonical_value(item, _depth + 1, seen) for item in value[:MAX_ITEMS]]
         if len(value) > MAX_ITEMS:
-            items.append(f"<{len(value) - MAX_ITEMS} more>")
+            items.append(f"<{len(value) - MAX_ITEMS} more {_rest_digest(value[MAX_ITEMS:])}>")
         return items
     if isinstance(value, (set, frozenset)):
         if ident in _seen:
             return "<cycle>"
         seen = _seen | {ident}
-        items = [canonical_value(item, _depth + 1, seen) for item in list(value)[:MAX_ITEMS]]
-        return sorted(items, key=_sort_key)
+        items = sorted((canonical_value(item, _depth + 1, seen) for item in value), key=_sort_key)
+        if len(items) > MAX_ITEMS:
+            return items[:MAX_ITEMS] + [f"<{len(items) - MAX_ITEMS} more {_rest_digest(items[MAX_ITEMS:])}>"]
+        return items
     if isinstance(value, bool):  # bool subclasses such as numpy.bool_
         return bool(value)
     if isinstance(value, int):
@@ -125,6 +127,14 @@ def _canonical(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset())
 
 def _is_mapping(value: Any) -> bool:
     return hasattr(value, "items") and hasattr(value, "keys") and hasattr(value, "__getitem__")
+
+
+def _rest_digest(rest: Any) -> str:
+    """A digest of what a limit cut off, so that two values differing only there still differ."""
+    try:
+        return "digest=" + _digest(repr(rest))
+    except Exception:  # too deep to repr, or unprintable: the cut part cannot be told apart
+        return "digest=?"
 
 
 def _key_text(key: Any) -> str:

@@ -359,3 +359,18 @@ def test_integration_bad_policy_is_exit_2(tmp_path: Path, capsys: pytest.Capture
     assert main(["replay", str(CASES / "basic.json"), "--policy", str(policy)]) == 2
     assert "thresholdz" in capsys.readouterr().err
     assert main(["replay", str(CASES / "basic.json"), "--policy", str(tmp_path / "missing.yml")]) == 2
+
+
+def test_a_file_too_deep_or_with_huge_numbers_is_one_error_and_the_others_still_report(tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"run_id": "fine", "steps": [{"tool": "a", "args": {}, "output": "x"}]}))
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"run_id": "d", "steps": [{"tool": "a", "args": ' + '{"a": ' * 5000 + "1" + "}" * 5000 + "}]}")
+    huge = tmp_path / "huge.json"
+    huge.write_text('{"run_id": "h", "steps": [{"tool": "a", "args": {"n": ' + "9" * 5000 + "}}]}")
+    from loopguard.policy import load_policy
+
+    reports = replay_paths(load_policy("builtin:default"), [good, deep, huge])
+    assert [(report.run_id, report.error) for report in reports][0] == ("fine", None)
+    assert reports[1].error == f"{deep}: cannot read JSON: it nests too deeply"
+    assert reports[2].error is not None and reports[2].error.startswith(f"{huge}: cannot read JSON: Exceeds the limit")

@@ -32,7 +32,7 @@ def test_odd_arguments_never_raise() -> None:
     for _ in range(100):
         node.append([])
         node = node[0]
-    assert "<deep>" in canonical_json(deep)
+    assert "<deep digest=" in canonical_json(deep)
     assert signature_of("t", "not json {").text == 't("not json {")'
 
 
@@ -99,3 +99,17 @@ def test_pending_states() -> None:
     assert is_pending("status: queued") is True
     assert is_pending("state: SUCCEEDED") is False
     assert is_pending("job failed while running") is False
+
+
+def test_values_past_the_limits_still_tell_calls_apart() -> None:
+    rows = {signature_of("write_rows", {"rows": list(range(1000)) + [tail]}).key for tail in range(3)}
+    assert len(rows) == 3
+
+
+def test_unreadable_values_canonicalise_to_a_placeholder() -> None:
+    class Hostile:
+        def __getattribute__(self, name: str):
+            raise RuntimeError("no")
+
+    assert signature_of("t", {"a": Hostile()}).text.startswith('t({"a":"<')
+    assert signature_of("t", {"n": 10**5000}).text == 't({"n":"<int 16610 bits>"})'

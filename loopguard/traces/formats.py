@@ -74,7 +74,18 @@ def read_trace(path: str | Path) -> list[TraceRun]:
         raise TraceFileError(
             TraceError(f"invalid JSON: {exc.msg}", file=name, location=f"line {exc.lineno}, column {exc.colno}")
         ) from exc
-    return parse_trace(data, source=name, default_id=stem)
+    except (RecursionError, ValueError) as exc:  # nesting past the recursion limit, a 5,000-digit number
+        raise TraceFileError(TraceError(f"cannot read JSON: {_reason(exc)}", file=name)) from exc
+    try:
+        return parse_trace(data, source=name, default_id=stem)
+    except RecursionError as exc:
+        raise TraceFileError(TraceError(f"cannot read the trace: {_reason(exc)}", file=name)) from exc
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, RecursionError):
+        return "it nests too deeply"
+    return str(error)
 
 
 def _from_lines(text: str, name: str, stem: str) -> list[TraceRun]:
@@ -84,7 +95,9 @@ def _from_lines(text: str, name: str, stem: str) -> list[TraceRun]:
             continue
         try:
             values.append(json.loads(line))
-        except json.JSONDecodeError as exc:
+        except (RecursionError, ValueError) as exc:
+            if not isinstance(exc, json.JSONDecodeError):
+                raise TraceFileError(TraceError(f"cannot read JSON: {_reason(exc)}", file=name, location=f"line {number}")) from exc
             raise TraceFileError(
                 TraceError(f"invalid JSON: {exc.msg}", file=name, location=f"line {number}, column {exc.colno}")
             ) from exc
