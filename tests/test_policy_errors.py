@@ -288,3 +288,14 @@ def test_a_condition_sees_copies_of_the_counters() -> None:
         kinds.append(decision.verdict.kind.value)
         session.after_call(call, ToolResult(f"result {i}"))
     assert kinds == ["allow", "allow", "budget_spent"]
+
+
+def test_unknown_jmespath_functions_and_wrong_arity_are_load_errors() -> None:
+    for match, message in (
+        ("nosuchfn(arguments)", "invalid JMESPath: unknown function nosuchfn() (known: abs, avg, ceil"),
+        ("length(arguments, arguments)", "invalid JMESPath: length() takes 1 argument(s), got 2"),
+    ):
+        with pytest.raises(PolicyError) as caught:
+            load_policy_text(f"version: 1\nrules:\n  - id: r\n    match: '{match}'\n    verdict: block\n    message: m\n")
+        [problem] = caught.value.problems
+        assert (problem.code, problem.line) == ("LG303", 4) and problem.message.startswith(message)

@@ -24,6 +24,7 @@ from typing import Any, Mapping
 
 import jmespath
 import jmespath.exceptions
+import jmespath.functions
 import simpleeval
 
 #: Largest exponent ``**`` may use in a condition.
@@ -62,10 +63,33 @@ class CompiledMatch:
         return value not in (None, False, "", [], {})
 
 
+_JMESPATH_FUNCTIONS = jmespath.functions.Functions().FUNCTION_TABLE
+
+
+def _check_functions(tree: Any) -> None:
+    """Unknown functions and wrong argument counts are load errors, not run-time surprises."""
+    if not isinstance(tree, dict):
+        return
+    if tree.get("type") == "function_expression":
+        name = tree.get("value")
+        spec = _JMESPATH_FUNCTIONS.get(name)
+        if spec is None:
+            raise ExpressionError(f"invalid JMESPath: unknown function {name}() (known: {', '.join(sorted(_JMESPATH_FUNCTIONS))})")
+        signature = spec["signature"]
+        given = len(tree.get("children", ()))
+        variadic = bool(signature) and signature[-1].get("variadic")
+        if (given < len(signature) - (1 if variadic else 0)) if variadic else given != len(signature):
+            raise ExpressionError(f"invalid JMESPath: {name}() takes {len(signature)}{' or more' if variadic else ''} argument(s), got {given}")
+    for child in tree.get("children", ()):
+        _check_functions(child)
+
+
 def compile_match(text: str) -> CompiledMatch:
     """Compile a JMESPath expression. Raises :class:`ExpressionError` with the offset."""
     try:
-        return CompiledMatch(text, jmespath.compile(text))
+        compiled = jmespath.compile(text)
+        _check_functions(compiled.parsed)
+        return CompiledMatch(text, compiled)
     except jmespath.exceptions.ParseError as error:
         offset = getattr(error, "lex_position", None)
         token = getattr(error, "token_value", None)
