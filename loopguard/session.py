@@ -342,7 +342,7 @@ class Session:
             outcome = evaluate_rules(
                 rules,
                 {"tool": call.name, "arguments": record.signature.arguments, "id": call.id, "agent": call.agent},
-                lambda: self._condition_names(call, record, policy),
+                lambda: self._condition_names(call, record, rules),
                 self._rule_budget_count,
                 policy.mode,
             )
@@ -474,24 +474,41 @@ class Session:
     def _rule_budget_count(self, rule: CompiledRule) -> int:
         return self._rule_budgets.get((rule.id, self._scope_key(rule.spec.scope)), 0)
 
-    def _condition_names(self, call: ToolCall, record: CallRecord, policy: CompiledPolicy) -> dict[str, Any]:
-        run = self.run.as_names()
-        turn = self.turn.as_names()
-        run["turns"] = self.turn_index
-        turn["index"] = self.turn_index
-        turn["user_message"] = self.user_message
-        return {
-            "run": run,
-            "turn": turn,
-            "tool": {
+    def _condition_names(self, call: ToolCall, record: CallRecord, rules: tuple[CompiledRule, ...]) -> dict[str, Any]:
+        """The names ``when`` conditions see. Only the roots and attributes the rules read are
+        built (simpleeval inspects every value it is given, so less is faster), each a copy,
+        so a condition can never change run state."""
+        wanted: dict[str, set[str] | None] = {}
+        for rule in rules:
+            if rule.when is None:
+                continue
+            for root, attributes in rule.when.attributes.items():
+                if attributes is None or wanted.get(root, set()) is None:
+                    wanted[root] = None
+                else:
+                    wanted.setdefault(root, set()).update(attributes)  # type: ignore[union-attr]
+        names: dict[str, Any] = {}
+        for root, attributes in wanted.items():
+            full = self._condition_root(root, call, record)
+            if full is not None:
+                names[root] = full if attributes is None else {key: full[key] for key in attributes if key in full}
+        return names
+
+    def _condition_root(self, root: str, call: ToolCall, record: CallRecord) -> dict[str, Any] | None:
+        if root == "run":
+            return {**self.run.as_names(), "turns": self.turn_index}
+        if root == "turn":
+            return {**self.turn.as_names(), "index": self.turn_index, "user_message": self.user_message}
+        if root == "tool":
+            return {
                 "name": call.name,
                 "kind": record.tool_kind,
                 "calls": self.run.per_tool.get(call.name, 0),
                 "turn_calls": self.turn.per_tool.get(call.name, 0),
-            },
-            # A copy: a condition calling .pop() must not change what later rules and detectors see.
-            "call": {"tool": call.name, "arguments": copy.deepcopy(record.signature.arguments), "id": call.id, "agent": call.agent},
-        }
+            }
+        if root == "call":
+            return {"tool": call.name, "arguments": copy.deepcopy(record.signature.arguments), "id": call.id, "agent": call.agent}
+        return None
 
     def _remember_in_flight(self, call: ToolCall, record: CallRecord, carried: tuple[Signal, ...]) -> None:
         key = call.id if call.id is not None else ("signature", record.signature.key)

@@ -91,11 +91,13 @@ def _number(value: Any) -> float | None:
 
 
 def _span(arguments: dict[str, Any]) -> tuple[float, float] | None:
-    if not any(str(key).lower() in _RANGE_KEYS for key in arguments):
+    lowered = {str(key).lower(): value for key, value in arguments.items() if str(key).lower() in _RANGE_KEYS}
+    if not lowered:
         return None
-    lowered = {str(key).lower(): value for key, value in arguments.items()}
     for low_key, high_key in _RANGE_PAIRS:
-        low, high = _number(lowered.get(low_key)), _number(lowered.get(high_key))
+        if low_key not in lowered:
+            continue
+        low, high = _number(lowered[low_key]), _number(lowered.get(high_key))
         if low is not None and high is not None:
             return (low, low + high) if high_key in _LENGTH_KEYS else (low, high)
         if low is not None and high_key in _LENGTH_KEYS and high_key not in lowered:

@@ -152,6 +152,9 @@ class CompiledCondition:
     text: str
     names: frozenset[str]
     _tree: Any = field(repr=False, compare=False)
+    #: For each root name, the attributes the condition reads (``run.cost_usd`` → ``{"run": {"cost_usd"}}``),
+    #: or ``None`` for a root it uses whole; lets the session build only what is read.
+    attributes: dict[str, frozenset[str] | None] = field(default_factory=dict, compare=False)
 
     def evaluate(self, names: Mapping[str, Any]) -> Any:
         evaluator = _evaluator()
@@ -273,4 +276,19 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
                 if _NESTED_QUANTIFIER.search(pattern.value):
                     return _raise("regular expression with a quantified group inside a quantifier can take exponential time; simplify it", pattern.col_offset)
     parsed = simpleeval.SimpleEval().parse(text.strip())
-    return CompiledCondition(text, frozenset(names), parsed)
+    return CompiledCondition(text, frozenset(names), parsed, _attributes_read(tree))
+
+
+def _attributes_read(tree: ast.AST) -> dict[str, frozenset[str] | None]:
+    read: dict[str, set[str] | None] = {}
+    under_attribute: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            under_attribute.add(id(node.value))
+            current = read.setdefault(node.value.id, set())
+            if current is not None:
+                current.add(node.attr)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and id(node) not in under_attribute:
+            read[node.id] = None  # used whole (subscript, argument of a function, ...)
+    return {name: (frozenset(attrs) if attrs is not None else None) for name, attrs in read.items()}
