@@ -189,10 +189,13 @@ class Session:
 
     @property
     def steps(self) -> int:
+        """Steps recorded (pending calls, results, handoffs, messages)."""
         return self._steps
 
     @property
     def tool_calls(self) -> int:
+        """Tool calls judged (every pending call, refused ones included); ``run.tool_calls``
+        counts only the calls that ran."""
         return self._calls
 
     # -- steps ----------------------------------------------------------------------

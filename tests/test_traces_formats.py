@@ -253,11 +253,20 @@ def test_invalid_json_names_file_line_and_column() -> None:
     assert str(info.value) == f"{path}: line 3, column 19: invalid JSON: Expecting value"
 
 
-def test_invalid_jsonl_line() -> None:
+def test_invalid_jsonl_line_is_that_runs_error_and_the_others_still_read() -> None:
     path = FIXTURES / "broken.jsonl"
+    first, second = read_trace(path)
+    assert (first.run_id, first.error) == ("ok", None)
+    assert second.run_id == "broken (line 2)"
+    assert str(second.error) == f"{path}: line 2, column 32: invalid JSON: Expecting value"
+
+
+def test_invalid_jsonl_line_of_a_one_run_steps_file_fails_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "steps.jsonl"
+    path.write_text('{"tool": "a", "args": {}, "output": "x"}\n{"tool": \n')
     with pytest.raises(TraceFileError) as info:
         read_trace(path)
-    assert str(info.value) == f"{path}: line 2, column 32: invalid JSON: Expecting value"
+    assert str(info.value) == f"{path}: line 2, column 10: invalid JSON: Expecting value"
 
 
 def test_missing_file_is_an_io_error(tmp_path: Path) -> None:

@@ -89,20 +89,27 @@ def _reason(error: Exception) -> str:
 
 
 def _from_lines(text: str, name: str, stem: str) -> list[TraceRun]:
+    """JSON Lines: one run per line (a bad line is that run's error, the others still
+    report), or the lines together are the steps or messages of one run."""
     values: list[Any] = []
+    problems: list[tuple[int, TraceError]] = []  # (position among the values, error)
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             values.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            problems.append((len(values), TraceError(f"invalid JSON: {exc.msg}", file=name, location=f"line {number}, column {exc.colno}")))
         except (RecursionError, ValueError) as exc:
-            if not isinstance(exc, json.JSONDecodeError):
-                raise TraceFileError(TraceError(f"cannot read JSON: {_reason(exc)}", file=name, location=f"line {number}")) from exc
-            raise TraceFileError(
-                TraceError(f"invalid JSON: {exc.msg}", file=name, location=f"line {number}, column {exc.colno}")
-            ) from exc
+            problems.append((len(values), TraceError(f"cannot read JSON: {_reason(exc)}", file=name, location=f"line {number}")))
     if values and _is_run(values[0]):
-        return _runs(values, name, stem)
+        runs = _runs(values, name, stem)
+        for offset, (position, error) in enumerate(problems):
+            line = error.location.split(",")[0] if error.location else "?"
+            runs.insert(position + offset, TraceRun(run_id=f"{stem} ({line})", items=[], meta={}, error=error))
+        return runs
+    if problems:
+        raise TraceFileError(problems[0][1])
     return parse_trace(values, source=name, default_id=stem)
 
 
