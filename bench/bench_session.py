@@ -62,24 +62,31 @@ def run_once(guard: Guard, pairs: list[tuple[ToolCall, ToolResult]]) -> float:
     return time.perf_counter() - start
 
 
-def per_step_us(guard: Guard, count: int, repeats: int) -> float:
-    """Median µs per step over ``repeats`` fresh sessions, after one warm-up run.
+def timed_rounds(guard: Guard, rounds: int) -> dict[int, list[float]]:
+    """µs per step for every length, measured in interleaved rounds.
 
-    The synthetic trace is moved out of the cyclic garbage collector's reach
-    (``gc.freeze``) so that collections do not bill the guard for the harness's own
-    objects; the guard's objects are still collected as usual.
+    Each round times every length once, shortest first, so that the machine's drift
+    (this kind of shared machine speeds up and slows down by tens of percent within a
+    minute) hits all lengths alike; a short run is repeated until it lasts about as long
+    as the 10,000-step one. The synthetic traces are moved out of the cyclic garbage
+    collector's reach (``gc.freeze``) so that collections do not bill the guard for the
+    harness's own objects; the guard's objects are still collected as usual.
     """
-    pairs = synthetic_steps(count)
-    run_once(guard, pairs)  # warm-up: first-use imports, regex compilation, caches
+    traces = {count: synthetic_steps(count) for count in LENGTHS}
+    for pairs in traces.values():
+        run_once(guard, pairs)  # warm-up: first-use imports, regex compilation, caches
     gc.collect()
     gc.freeze()
-    timings = []
+    timings: dict[int, list[float]] = {count: [] for count in LENGTHS}
     try:
-        for _ in range(repeats):
-            timings.append(run_once(guard, pairs) / (2 * len(pairs)) * 1e6)
+        for _ in range(rounds):
+            for count, pairs in traces.items():
+                repeats = max(1, 10_000 // count)
+                elapsed = sum(run_once(guard, pairs) for _ in range(repeats))
+                timings[count].append(elapsed / (repeats * 2 * len(pairs)) * 1e6)
     finally:
         gc.unfreeze()
-    return statistics.median(timings)
+    return timings
 
 
 def session_memory_mb(guard: Guard, count: int) -> float:
@@ -119,18 +126,17 @@ def replay_tau_bench() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions (for CI smoke runs)")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (for smoke runs)")
     args = parser.parse_args(argv)
     guard = Guard.from_policy("builtin:default")
     print(f"python {sys.version.split()[0]}, policy builtin:default revision {guard.policy.revision}")
-    print(f"{'steps':>8} {'µs/step':>9} {'vs 100':>7} {'session MB':>11}")
-    first = None
+    timings = timed_rounds(guard, 2 if args.quick else 5)
+    # The ratio is taken within each round (same machine state), then the median.
+    ratios = {count: statistics.median(t / base for t, base in zip(timings[count], timings[LENGTHS[0]])) for count in LENGTHS}
+    print(f"{'steps':>8} {'µs/step':>9} {'min':>7} {'vs 100':>7} {'session MB':>11}")
     for count in LENGTHS:
-        repeats = 3 if args.quick or count >= 100_000 else (101 if count <= 100 else 11)
-        cost = per_step_us(guard, count, repeats)
-        first = first or cost
         memory = session_memory_mb(guard, count)
-        print(f"{count:>8} {cost:>9.2f} {cost / first:>6.2f}x {memory:>11.3f}")
+        print(f"{count:>8} {statistics.median(timings[count]):>9.2f} {min(timings[count]):>7.2f} {ratios[count]:>6.2f}x {memory:>11.3f}")
     print(replay_tau_bench())
     return 0
 
