@@ -11,14 +11,12 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableLambda
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
 
 from loopguard.adapters.callbacks import AsyncLoopGuardCallbackHandler, LoopGuardCallbackHandler, usage_of
 from loopguard.adapters.langgraph import LoopGuardToolWrapper
 from loopguard.errors import LoopGuardInterrupt
 from loopguard.policy import load_policy_text
-from test_adapter_langgraph import ALL_VERDICTS, STUCK, ScriptedChatModel, Tools, ai, before_calls, build_graph, policy, user
+from test_adapter_langgraph import ALL_VERDICTS, STUCK, ScriptedChatModel, Tools, ai, before_calls, build_graph, policy, two_agent_graph, user
 
 
 def test_interrupt_propagates_out_of_invoke() -> None:
@@ -181,23 +179,7 @@ def test_results_of_calls_a_per_call_guard_answered_are_recorded() -> None:
 
 
 def test_handoffs_between_agent_nodes() -> None:
-    researcher = ScriptedChatModel(script=[ai(("search", {"q": "a"})), AIMessage("notes")])
-    writer = ScriptedChatModel(script=[lambda ms: AIMessage("draft")])
-    tools = Tools()
-
-    def research(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [researcher.invoke(state["messages"])]}
-
-    def write(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [writer.invoke(state["messages"][:1])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("researcher", research)
-    graph.add_node("tools", ToolNode(tools.tools))
-    graph.add_node("writer", write)
-    graph.add_edge(START, "researcher")
-    graph.add_conditional_edges("researcher", tools_condition, {"tools": "tools", "__end__": "writer"})
-    graph.add_edge("tools", "researcher")
+    graph = two_agent_graph()
     handler = LoopGuardCallbackHandler(policy())
     graph.compile().invoke(user(), {"callbacks": [handler]})
     handoffs = [e for e in handler.report()["events"] if e["kind"] == "handoff"]

@@ -449,7 +449,8 @@ def test_stream_and_its_tool_wrapper_share_one_session() -> None:
     assert guard.report()["metrics"]["tool_calls"] == 7
 
 
-def test_stream_sees_handoffs_between_agent_nodes() -> None:
+def two_agent_graph() -> StateGraph:
+    """A researcher (with a ToolNode) that hands over to a writer: one handoff between agent nodes."""
     researcher = ScriptedChatModel(script=[ai(("search", {"q": "a"})), AIMessage("notes")])
     writer = ScriptedChatModel(script=[lambda ms: AIMessage("draft")])
     tools = Tools()
@@ -467,6 +468,11 @@ def test_stream_sees_handoffs_between_agent_nodes() -> None:
     graph.add_edge(START, "researcher")
     graph.add_conditional_edges("researcher", tools_condition, {"tools": "tools", "__end__": "writer"})
     graph.add_edge("tools", "researcher")
+    return graph
+
+
+def test_stream_sees_handoffs_between_agent_nodes() -> None:
+    graph = two_agent_graph()
     messages = list(LoopGuard(policy()).stream(graph.compile(), user()))
     handoffs = [m for m in messages if m["type"] == "event" and m["kind"] == "handoff"]
     assert [(h["caller"], h["agent"]) for h in handoffs] == [("researcher", "writer")]
