@@ -23,7 +23,7 @@ from .calls import ModelUsage, ToolCall, ToolResult
 from .counters import Counters, check_budgets
 from .decision_log import record_decision
 from .decisions import ALLOW, Decision, GuardAction, Signal, Verdict, VerdictKind
-from .detectors.base import CallRecord, RunMemory
+from .detectors.base import BoundedMap, CallRecord, RunMemory
 from .detectors.cycle import Cycle
 from .detectors.failure import Failure
 from .detectors.handoff import Handoff
@@ -151,7 +151,8 @@ class Session:
         self._rule_budgets: dict[tuple[str, str], int] = {}
         self._steps = 0
         self._calls = 0
-        self._in_flight: dict[Any, tuple[CallRecord, tuple[Signal, ...]]] = {}
+        # Results that never come back must not grow memory: the oldest pending calls are forgotten.
+        self._in_flight: BoundedMap[Any, tuple[CallRecord, tuple[Signal, ...]]] = BoundedMap(1024)
         self._decisions: deque[Decision] | list[Decision] = deque(maxlen=history) if history else []
         self.worst: Decision | None = None
         self.first_intervention: Decision | None = None
@@ -254,7 +255,7 @@ class Session:
                 signals.append(failure_signal)
             if not stale and not record.observation.error and record.handoff_target is None:
                 self._handoff.work_done()
-            return self._decide(policy, "after_call", signals, ALLOW, None, record, minimum=GuardAction.CONTINUE)
+            return self._decide(policy, "after_call", signals, ALLOW, record)
 
     def observe_handoff(self, agent: str, caller: str | None = None) -> Decision:
         """Control passes from ``caller`` to ``agent`` (a multi-agent handoff)."""
@@ -264,7 +265,7 @@ class Session:
             self.run.steps += 1
             self.turn.steps += 1
             signal = self._handoff.transfer(_text(agent), None if caller is None else _text(caller), self._steps - 1)
-            return self._decide(policy, "observe", [signal] if signal else [], ALLOW, None, None)
+            return self._decide(policy, "observe", [signal] if signal else [], ALLOW, None)
 
     def observe_agent_message(self, agent: str | None, text: Any) -> Decision:
         """An agent's message without a tool call. Identical messages in a row are a monologue:
@@ -284,7 +285,7 @@ class Session:
             self._stale = progress_signal
             if progress_signal is not None:
                 signals.append(progress_signal)
-            return self._decide(policy, "observe", signals, ALLOW, None, None)
+            return self._decide(policy, "observe", signals, ALLOW, None)
 
     def observe_model_call(self, usage: ModelUsage) -> Decision:
         """A model call's token usage; cost comes from ``usage.cost_usd`` or the policy's pricing (USD per million tokens)."""
@@ -313,7 +314,7 @@ class Session:
                 if value >= budget.limit:
                     signals.append(Signal("budget", name, 0.0, f"the {budget.scope} budget '{name}' is spent ({value:g} of {budget.limit:g})", {"value": value}))
                     minimum = GuardAction.most_severe(minimum, GuardAction.STOP if budget.on_exceed == "stop" else GuardAction.WARN)
-            return self._decide(policy, "observe", signals, ALLOW, None, None, minimum=minimum)
+            return self._decide(policy, "observe", signals, ALLOW, None, minimum=minimum)
 
     # -- internals ------------------------------------------------------------------
 
@@ -381,7 +382,7 @@ class Session:
             signals.append(Signal("session", "run_stopped", 0.0, f"the run was stopped at step {first}", {"step": first}))
             minimum = GuardAction.STOP
         runs = verdict.kind is VerdictKind.ALLOW
-        decision = self._decide(policy, "before_call", signals, verdict, record, record, minimum=minimum)
+        decision = self._decide(policy, "before_call", signals, verdict, record, minimum=minimum)
         # In observe mode the adapter runs every call, so budgets must count it.
         if (decision.verdict.kind is VerdictKind.ALLOW and runs) or policy.mode == "observe":
             self.run.tool_calls += 1
@@ -402,7 +403,6 @@ class Session:
         phase: str,
         signals: Iterable[Signal],
         verdict: Verdict,
-        verdict_record: CallRecord | None,
         record: CallRecord | None,
         minimum: GuardAction = GuardAction.CONTINUE,
     ) -> Decision:
@@ -413,7 +413,7 @@ class Session:
             risk = self._risk(policy, signals)
             action = GuardAction.most_severe(policy.action_for(risk), minimum)
         severity = _SEVERITY[action._value_]
-        if verdict_record is not None and severity >= _REPLAN_SEVERITY:
+        if phase == "before_call" and severity >= _REPLAN_SEVERITY:  # only a pending call gets a detector verdict
             reasons = "; ".join(s.message for s in signals if s.detector in ("budget", "session") or (s.score > 0 and s.detector != "rule")) or "the run is stuck"
             template = _DETECTOR_MESSAGES[action]
             if action is GuardAction.PAUSE:
@@ -515,9 +515,7 @@ class Session:
 
     def _remember_in_flight(self, call: ToolCall, record: CallRecord, carried: tuple[Signal, ...]) -> None:
         key = call.id if call.id is not None else ("signature", record.signature.key)
-        self._in_flight[key] = (record, carried)
-        if len(self._in_flight) > 1024:  # results that never came back must not grow memory
-            self._in_flight.pop(next(iter(self._in_flight)))
+        self._in_flight.put(key, (record, carried))
 
     def _take_in_flight(self, call: ToolCall) -> tuple[CallRecord, tuple[Signal, ...]]:
         if call.id is not None and call.id in self._in_flight:
