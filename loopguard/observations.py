@@ -26,17 +26,26 @@ _TIMESTAMP = re.compile(
     r"\b\d{4}-\d\d-\d\d[t ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:z|[+-]\d\d:?\d\d)?\b|\b\d{1,2}:\d\d:\d\d(?:\.\d+)?\b"
 )
 # A token that mixes letters and digits and is at least 4 long reads as a generated id
-# ("7f02", "req_9ac1"); long digit runs read as counters, epochs or request numbers.
-# Generated ids ("7f02", "req_9ac1"), long digit runs and counters ("attempt 3", "#12") are
-# found token by token: on this hot path, str.split and a few string tests beat any
-# single regular expression over the whole text.
-_IDENTIFIER = re.compile(r"[a-z0-9_-]+")
+# ("7f02", "req_9ac1"); long digit runs read as counters, epochs or request numbers;
+# a number after a counter word ("attempt 3") or after "#" is a counter. They are judged
+# token by token, and only tokens holding a digit are looked at. On this hot path, str
+# methods and set tests are used where a regular expression would be several times slower.
 _SUBTOKEN = re.compile(r"\b(?=[a-z_]*\d)(?=\d*[a-z])[a-z0-9_]{4,}\b|\b\d{6,}\b")
 _COUNTER_WORDS = frozenset({"attempt", "try", "retry", "iteration", "request", "req", "seq", "sequence", "run", "trace", "pid"})
 _PUNCTUATION = "\"',;:()[]{}.!?<>="
+_ASCII_DIGITS = frozenset("0123456789")
+
+
+def _has_digit(text: str) -> bool:
+    """True when ``text`` holds a digit (any Unicode digit, as ``\\d``)."""
+    if text.isascii():
+        return not _ASCII_DIGITS.isdisjoint(text)
+    return _HAS_DIGIT.search(text) is not None
 
 
 def _volatile_token(token: str, previous: str) -> str:
+    """``token`` (lowercased, after ``previous``) with its volatile part replaced, or
+    ``token`` itself when nothing in it is volatile."""
     core = token.strip(_PUNCTUATION)
     if not core:
         return token
@@ -46,14 +55,16 @@ def _volatile_token(token: str, previous: str) -> str:
         if previous.strip(_PUNCTUATION) in _COUNTER_WORDS:
             return token.replace(core, "<counter>")
         return token.replace(core, "<n>") if len(core) >= 6 else token
-    if _IDENTIFIER.fullmatch(core) is None:
-        return _SUBTOKEN.sub(lambda match: "<n>" if match.group().isdigit() else "<id>", token)
-    if len(core) >= 4 and not core.replace("-", "").replace("_", "").isdigit() and any(char.isalpha() for char in core):
-        return token.replace(core, "<id>")
-    return token
+    letters_and_digits = core.replace("-", "").replace("_", "")
+    if core.isascii() and letters_and_digits.isalnum():  # an identifier: [a-z0-9_-]+
+        if len(core) >= 4 and not letters_and_digits.isdigit():  # it holds a letter
+            return token.replace(core, "<id>")
+        return token
+    replaced = _SUBTOKEN.sub(lambda match: "<n>" if match.group().isdigit() else "<id>", token)
+    return token if replaced == token else replaced
 
 
-_TIME_HINT = re.compile(r"\d:\d\d")
+_TIME_HINT = re.compile(r":\d\d")  # every time has it; a literal first character makes the scan fast
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
 
 
@@ -89,19 +100,20 @@ def normalize(text: str) -> str:
 
 def _normalize(text: str) -> str:
     text = text.lower()
-    if _HAS_DIGIT.search(text) is not None:
-        if text.count("-") >= 4:
-            text = _UUID.sub("<uuid>", text)
-        if ":" in text and _TIME_HINT.search(text) is not None:  # JSON has colons; times are rarer
-            text = _TIMESTAMP.sub("<time>", text)
-        tokens = text.split()
-        previous = ""
-        for index, token in enumerate(tokens):
-            if not token.isalpha() and _HAS_DIGIT.search(token) is not None:
-                tokens[index] = _volatile_token(token, previous)
-            previous = token
-        return " ".join(tokens)
-    return " ".join(text.split())
+    if not _has_digit(text):
+        return " ".join(text.split())
+    if text.count("-") >= 4:
+        text = _UUID.sub("<uuid>", text)
+    if ":" in text and _TIME_HINT.search(text) is not None:  # JSON has colons; times are rarer
+        text = _TIMESTAMP.sub("<time>", text)
+    tokens = text.split()
+    ascii_text = text.isascii()
+    previous = ""
+    for index, token in enumerate(tokens):
+        if (not _ASCII_DIGITS.isdisjoint(token)) if ascii_text else _HAS_DIGIT.search(token) is not None:
+            tokens[index] = _volatile_token(token, previous)
+        previous = token
+    return " ".join(tokens)
 
 
 def fingerprint(text: str) -> int:
@@ -127,6 +139,10 @@ def is_empty(normalized: str) -> bool:
     if normalized in _EMPTY_LITERALS:
         return True
     if len(normalized) > 120:
+        return False
+    # Every empty phrase holds one of these words ("nothing" and "none" hold "no"): a cheap
+    # necessary test before the regular expression.
+    if "no" not in normalized and "0" not in normalized and "zero" not in normalized and "empty" not in normalized:
         return False
     return _EMPTY_PHRASE.match(normalized) is not None
 
@@ -175,8 +191,6 @@ def _payload_keys(data: Any) -> bool:
 
 _PERMANENT_CODES = frozenset({400, 401, 403, 404, 405, 410, 422})
 _RETRYABLE_CODES = frozenset({408, 425, 429, 500, 502, 503, 504})
-# A status code counts only at the start of the output or after a status word, so
-# "page 1401" and "401 rows" in a sentence are not failures.
 # A status code counts only at the start of the output or right after a status word, so
 # "page 1401" and "401 rows" in a sentence are not failures. Candidates are found with a
 # simple pattern first; the context test runs only for them.
@@ -200,16 +214,39 @@ _PERMANENT_WORDS = re.compile(
 )
 # Context overflow is a failure of the step wherever it is said (the condensation-loop kind).
 _CONTEXT_OVERFLOW = re.compile(r"\b(?:context (?:window|length) (?:exceeded|overflow)|maximum context length|prompt is too long|token limit exceeded)\b")
+_LEADING = " \t\n\"'[({:-"
+_ASCII_NON_WORD = "".join(chr(code) for code in range(128) if not (chr(code).isalnum() or chr(code) == "_"))
 _ERROR_START = re.compile(r"^\W*(error|exception|traceback|fatal|failed|failure|panic)\b")
 _EXIT_CODE = re.compile(r"\[?exit(?:ed)?(?: with)? (?:code|status)[:= ]*([1-9]\d*)\]?")
+
+
+def _starts_like_error(head: str) -> bool:
+    """``_ERROR_START.match(head)``, with an exact cheap test first for ASCII text: the
+    first word character must begin one of the words."""
+    if head.isascii():
+        first = head.lstrip(_ASCII_NON_WORD)[:1]
+        if not first or first not in "etfp":
+            return False
+    return _ERROR_START.match(head) is not None
 
 
 def status_code(text: str) -> int | None:
     """The HTTP-like status code the output reports, if any (only in a status context)."""
     head = text[:300].lower()
+    # Most outputs have neither a leading number nor a word that opens a status context
+    # (see _STATUS_CONTEXT): cheap tests skip the scan for them.
+    if (
+        not head.lstrip(_LEADING)[:1].isdigit()
+        and "http" not in head
+        and "status" not in head
+        and "error" not in head
+        and "code" not in head
+        and "response" not in head
+    ):
+        return None
     for match in _THREE_DIGITS.finditer(head):
         start = match.start()
-        if head[:start].strip(" \t\n\"'[({:-") == "":
+        if head[:start].strip(_LEADING) == "":
             if _REASON_PHRASE.match(head, match.end()) is not None:
                 return int(match.group())
         elif _STATUS_CONTEXT.search(head, max(0, start - 20), start) is not None:
@@ -224,7 +261,7 @@ def looks_like_error(text: str, output: Any = None) -> bool:
         if flag not in (None, False, "", 0):
             return True
     head = text[:300].lower()
-    if _ERROR_START.match(head) or ("context" in head or "token" in head or "prompt" in head) and _CONTEXT_OVERFLOW.search(head):
+    if _starts_like_error(head) or ("context" in head or "token" in head or "prompt" in head) and _CONTEXT_OVERFLOW.search(head):
         return True
     code = status_code(head)
     if code is not None and code >= 400:
@@ -249,10 +286,13 @@ def classify_failure(text: str) -> str:
     return DETERMINISTIC
 
 
-# Lowercased text without digits and the letters a-f: outputs that differ only in volatile
-# parts (numbers, hex ids, UUIDs, timestamps) share it, so the costly normalisation runs
-# only when two outputs already share a skeleton.
-_SKELETON = str.maketrans("", "", "0123456789abcdef")
+# Lowercased text without digits, the letters a-f and whitespace: outputs that differ only
+# in volatile parts (numbers, hex ids, UUIDs, timestamps) or spacing share it, so the
+# costly normalisation runs only when two outputs already share a skeleton. Deleting bytes
+# from UTF-8 is several times faster than str.translate.
+_SKELETON_DELETE = b"0123456789abcdef \t\n\r\x0b\x0c"
+#: Outputs longer than this are never "empty" (the empty phrases are short).
+_EMPTY_MAX = 1024
 
 
 class Observation:
@@ -275,11 +315,16 @@ class Observation:
         self.exact = hash(text)
         self._tail = hash(text[MAX_COMPARED:]) if len(text) > MAX_COMPARED else None
         self.text = text[:MAX_COMPARED]
-        folded = " ".join(self.text.lower().split())
-        self.skeleton = hash(folded.translate(_SKELETON))
+        lowered = self.text.lower()
+        self.skeleton = hash(lowered.encode("utf-8", "surrogatepass").translate(None, _SKELETON_DELETE))
         self.error = error
         self.failure_class = failure_class
-        self.empty = (not error) and is_empty(folded)
+        if error:
+            self.empty = False
+        elif len(lowered) <= _EMPTY_MAX:
+            self.empty = is_empty(" ".join(lowered.split()))
+        else:
+            self.empty = not lowered.strip()
         self._fingerprint: int | None = None
         self.shape = fingerprint(_DIGITS.sub("#", self.normalized())) if error else 0
 
@@ -308,14 +353,10 @@ def observe(output: Any, error: bool | None = None) -> Observation:
     """Read one output (never raises: an output that cannot even be read as text is
     ``"<unreadable output>"``)."""
     try:
-        return _observe(output, error)
+        text = output if type(output) is str else output_text(output)
+        if is_refusal(text, output):
+            return Observation(text, True, REFUSED)
+        failed = looks_like_error(text, output) if error is None else bool(error)
+        return Observation(text, failed, classify_failure(text) if failed else None)
     except Exception:
         return Observation("<unreadable output>", bool(error), DETERMINISTIC if error else None)
-
-
-def _observe(output: Any, error: bool | None) -> Observation:
-    text = output_text(output)
-    if is_refusal(text, output):
-        return Observation(text, True, REFUSED)
-    failed = looks_like_error(text, output) if error is None else bool(error)
-    return Observation(text, failed, classify_failure(text) if failed else None)

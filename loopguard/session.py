@@ -36,16 +36,17 @@ from .rules import evaluate_rules
 from .signature import signature_of
 
 _CONTINUE = GuardAction.CONTINUE
+_STOP = GuardAction.STOP
+_ALLOW_KIND = VerdictKind.ALLOW
 _SEVERITY = {action.value: index for index, action in enumerate(GuardAction)}
 _REPLAN_SEVERITY = _SEVERITY["replan"]
 
 PolicySource = CompiledPolicy | Callable[[], CompiledPolicy] | Any
 
-#: Argument names that carry the target agent of a handoff tool call.
 #: Signals about the pending call that stay active through its result.
 _CARRIED = frozenset({"repeat", "cycle", "near_duplicate", "handoff"})
+#: Argument names that carry the target agent of a handoff tool call.
 _HANDOFF_ARGUMENTS = ("agent_name", "agent", "target", "target_agent", "to", "to_agent", "name", "assignee")
-_HANDOFF_PREFIXES = ("transfer_to", "handoff", "hand_off", "delegate_to", "route_to")
 
 _DETECTOR_MESSAGES = {
     GuardAction.REPLAN: "loopguard blocked this call: {reasons}. Change your approach: do not repeat it; use different arguments or another tool, or answer with what you have.",
@@ -320,17 +321,13 @@ class Session:
 
     def _record(self, call: ToolCall, policy: CompiledPolicy) -> CallRecord:
         signature = signature_of(call.name, call.arguments)
-        traits = policy.tool_traits(call.name)
-        kind = traits.kind if traits is not None else "other"
-        record = CallRecord(
-            index=self._calls,
-            step=self._steps,
-            signature=signature,
-            tool_kind=kind,
-            agent=call.agent,
-            pending_patience=traits.pending_patience if traits is not None else None,
-        )
-        if kind == "handoff" or call.name.lower().startswith(_HANDOFF_PREFIXES):
+        profile = policy.tool_profile(signature.tool)
+        memory = self._memory
+        stats = memory.signatures.get(signature.key)
+        if stats is None:
+            stats = memory.stats(signature.key)
+        record = CallRecord(self._calls, self._steps, signature, stats, profile.kind, call.agent, profile.pending_patience)
+        if profile.hands_off:
             record.handoff_target = _handoff_target(signature.arguments)
         return record
 
@@ -341,7 +338,8 @@ class Session:
         self.run.steps += 1
         self.turn.steps += 1
 
-        rules = policy.rules_for(call.name)
+        profile = policy.tool_profile(call.name)
+        rules = profile.rules
         if rules:
             outcome = evaluate_rules(
                 rules,
@@ -355,8 +353,8 @@ class Session:
         else:
             outcome, signals, verdict = None, [], ALLOW
 
-        minimum = GuardAction.CONTINUE
-        breach = check_budgets(policy.budgets, policy.tool_budgets(call.name), call.name, self.run, self.turn) if policy.has_budgets else None
+        minimum = _CONTINUE
+        breach = check_budgets(policy.budgets, profile.budgets, call.name, self.run, self.turn) if policy.has_budgets else None
         if breach is not None:
             signals.append(Signal("budget", breach.name, 0.0, breach.message, {"limit": breach.budget.limit, "value": breach.value}))
             stop = breach.budget.on_exceed == "stop"
@@ -381,10 +379,10 @@ class Session:
             first = self.worst.step if self.worst is not None else 0
             signals.append(Signal("session", "run_stopped", 0.0, f"the run was stopped at step {first}", {"step": first}))
             minimum = GuardAction.STOP
-        runs = verdict.kind is VerdictKind.ALLOW
-        decision = self._decide(policy, "before_call", signals, verdict, record, minimum=minimum)
+        runs = verdict.kind is _ALLOW_KIND
+        decision = self._decide(policy, "before_call", signals, verdict, record, minimum)
         # In observe mode the adapter runs every call, so budgets must count it.
-        if (decision.verdict.kind is VerdictKind.ALLOW and runs) or policy.mode == "observe":
+        if (decision.verdict.kind is _ALLOW_KIND and runs) or policy.mode == "observe":
             self.run.tool_calls += 1
             self.turn.tool_calls += 1
             self.run.per_tool[call.name] = self.run.per_tool.get(call.name, 0) + 1
@@ -404,49 +402,40 @@ class Session:
         signals: Iterable[Signal],
         verdict: Verdict,
         record: CallRecord | None,
-        minimum: GuardAction = GuardAction.CONTINUE,
+        minimum: GuardAction = _CONTINUE,
     ) -> Decision:
         signals = tuple(signals)
         if not signals and minimum is _CONTINUE:
-            risk, action = 0.0, policy.action_for(0.0)
+            risk, action = 0.0, policy.quiet_action
         else:
             risk = self._risk(policy, signals)
             action = GuardAction.most_severe(policy.action_for(risk), minimum)
         severity = _SEVERITY[action._value_]
-        if phase == "before_call" and severity >= _REPLAN_SEVERITY:  # only a pending call gets a detector verdict
-            reasons = "; ".join(s.message for s in signals if s.detector in ("budget", "session") or (s.score > 0 and s.detector != "rule")) or "the run is stuck"
-            template = _DETECTOR_MESSAGES[action]
-            if action is GuardAction.PAUSE:
-                detector_verdict = Verdict(VerdictKind.CANCEL, rule=_detector_rule(signals), reason=template.format(reasons=reasons))
-            else:
-                error_type = "guard_stop" if action is GuardAction.STOP else "guard_error"
-                detector_verdict = Verdict(VerdictKind.BLOCK, rule=_detector_rule(signals), error_type=error_type, message=template.format(reasons=reasons))
-            if verdict.kind is VerdictKind.BUDGET_SPENT:
-                pass  # the budget's own verdict and message say more than the detectors' here
-            elif detector_verdict.kind.strictness > verdict.kind.strictness:
-                verdict = detector_verdict  # on a tie the rule's own verdict and message stay
+        if severity >= _REPLAN_SEVERITY and phase == "before_call":  # only a pending call gets a detector verdict
+            verdict = _detector_verdict(action, signals, verdict)
+        # Positional arguments: a Decision is built on every step.
         decision = Decision(
-            step=(record.step if record is not None and phase == "before_call" else self._steps - 1),
-            phase=phase,
-            action=action,
-            risk=risk,
-            signals=signals,
-            verdict=verdict,
-            rule=verdict.rule,
-            revision=policy.revision,
-            mode=policy.mode,
-            tool=record.tool if record is not None else None,
-            call_index=record.index if record is not None else None,
+            record.step if record is not None and phase == "before_call" else self._steps - 1,
+            phase,
+            action,
+            risk,
+            signals,
+            verdict,
+            verdict.rule,
+            policy.revision,
+            policy.mode,
+            record.signature.tool if record is not None else None,
+            record.index if record is not None else None,
         )
         self._decisions.append(decision)
-        if policy.model.log is not None:
+        if policy.logs_decisions:
             record_decision(policy, self.run_id, decision, self.thread_id)
         if severity:
             if self.worst is None or severity > _SEVERITY[self.worst.action._value_]:
                 self.worst = decision
             if self.first_intervention is None and severity >= _REPLAN_SEVERITY:
                 self.first_intervention = decision
-            if action is GuardAction.STOP:
+            if action is _STOP:
                 self.stopped = True
         elif self.worst is None:
             self.worst = decision
@@ -518,8 +507,10 @@ class Session:
         self._in_flight.put(key, (record, carried))
 
     def _take_in_flight(self, call: ToolCall) -> tuple[CallRecord, tuple[Signal, ...]]:
-        if call.id is not None and call.id in self._in_flight:
-            return self._in_flight.pop(call.id)
+        if call.id is not None:
+            found = self._in_flight.pop(call.id, None)
+            if found is not None:
+                return found
         signature = signature_of(call.name, call.arguments)
         found = self._in_flight.pop(("signature", signature.key), None)
         if found is not None:
@@ -529,6 +520,24 @@ class Session:
         record.index = self._calls
         self._calls += 1
         return record, ()
+
+
+def _detector_verdict(action: GuardAction, signals: tuple[Signal, ...], verdict: Verdict) -> Verdict:
+    """The verdict for a pending call whose action is replan or more: replan blocks with a
+    ``guard_error``, pause cancels, stop blocks with ``guard_stop`` (DESIGN §5), unless the
+    rules' verdict is stricter."""
+    reasons = "; ".join(s.message for s in signals if s.detector in ("budget", "session") or (s.score > 0 and s.detector != "rule")) or "the run is stuck"
+    template = _DETECTOR_MESSAGES[action]
+    if action is GuardAction.PAUSE:
+        detector_verdict = Verdict(VerdictKind.CANCEL, rule=_detector_rule(signals), reason=template.format(reasons=reasons))
+    else:
+        error_type = "guard_stop" if action is GuardAction.STOP else "guard_error"
+        detector_verdict = Verdict(VerdictKind.BLOCK, rule=_detector_rule(signals), error_type=error_type, message=template.format(reasons=reasons))
+    if verdict.kind is VerdictKind.BUDGET_SPENT:
+        return verdict  # the budget's own verdict and message say more than the detectors' here
+    if detector_verdict.kind.strictness > verdict.kind.strictness:
+        return detector_verdict  # on a tie the rule's own verdict and message stay
+    return verdict
 
 
 def _detector_rule(signals: tuple[Signal, ...]) -> str | None:

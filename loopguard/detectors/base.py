@@ -33,7 +33,6 @@ class BoundedMap(OrderedDict, Generic[Key, Value]):  # type: ignore[type-arg]
             self.popitem(last=False)
 
 
-@dataclass(slots=True)
 class CallRecord:
     """One tool call as the detectors see it.
 
@@ -41,39 +40,70 @@ class CallRecord:
         index: 0-based index of the call in the run.
         step: the session step of the pending call.
         signature: canonical signature (computed once).
+        stats: what the run has seen of this signature (shared by all its calls).
         tool_kind: the tool's ``kind`` trait (``other`` when the policy says nothing).
+        agent: the agent that issued the call, if known.
+        pending_patience: identical pending observations tolerated for this tool.
         observation: the read output, once the result is in.
         handoff_target: the agent this call hands control to, for handoff tools.
-        pending_patience: identical pending observations tolerated for this tool.
+        rereads_known_range: set by near_duplicate: the call reads a range already read.
     """
 
-    index: int
-    step: int
-    signature: Signature
-    tool_kind: str = "other"
-    agent: str | None = None
-    observation: Observation | None = None
-    handoff_target: str | None = None
-    pending_patience: int | None = None
-    rereads_known_range: bool = False  # set by near_duplicate: the call reads a range already read
+    # A plain slotted class with a positional constructor: one is built per call.
+    __slots__ = ("index", "step", "signature", "stats", "tool_kind", "agent", "pending_patience", "observation", "handoff_target", "rereads_known_range")
+
+    def __init__(
+        self,
+        index: int,
+        step: int,
+        signature: Signature,
+        stats: "SignatureStats",
+        tool_kind: str = "other",
+        agent: str | None = None,
+        pending_patience: int | None = None,
+    ) -> None:
+        self.index = index
+        self.step = step
+        self.signature = signature
+        self.stats = stats
+        self.tool_kind = tool_kind
+        self.agent = agent
+        self.pending_patience = pending_patience
+        self.observation: Observation | None = None
+        self.handoff_target: str | None = None
+        self.rereads_known_range = False
 
     @property
     def tool(self) -> str:
         return self.signature.tool
 
 
-@dataclass(slots=True)
 class SignatureStats:
-    """What the run has seen of one signature (bounded: kept in a :class:`BoundedMap`)."""
+    """What the run has seen of one signature (bounded: kept in a :class:`BoundedMap`).
 
-    results: int = 0
-    last: Observation | None = None  # the latest result of this signature
-    advancing: bool = False  # the latest result differed from the one before, without error
-    last_failure: str | None = None  # failure class of the latest result, if it failed
-    identical_pending: int = 0  # consecutive identical pending observations
-    polling: bool = False  # the latest result repeated a pending state within the poll patience
-    failures: dict[int, int] = field(default_factory=dict)  # error shape -> identical failures
-    novel_at_failure: dict[int, int] = field(default_factory=dict)  # error shape -> novel count at last failure
+    Attributes:
+        results: results recorded.
+        last: the latest result.
+        advancing: the latest result differed from the one before, without error.
+        last_failure: failure class of the latest result, if it failed.
+        identical_pending: consecutive identical pending observations.
+        polling: the latest result repeated a pending state within the poll patience.
+        failures: error shape -> identical failures in a row (``None`` until the first failure).
+        novel_at_failure: error shape -> the run's novel-result count at its last failure.
+    """
+
+    __slots__ = ("results", "last", "advancing", "last_failure", "identical_pending", "polling", "failures", "novel_at_failure")
+
+    def __init__(self) -> None:
+        self.results = 0
+        self.last: Observation | None = None
+        self.advancing = False
+        self.last_failure: str | None = None
+        self.identical_pending = 0
+        self.polling = False
+        # Most signatures never fail: their failure tables are built on the first failure.
+        self.failures: dict[int, int] | None = None
+        self.novel_at_failure: dict[int, int] | None = None
 
 
 @dataclass(slots=True)

@@ -49,8 +49,8 @@ class Failure:
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
         if not self.config.enabled:
             return None
-        stats = memory.signatures.get(record.signature.key)
-        if stats is None or stats.last_failure is None or not stats.failures:
+        stats = record.stats
+        if stats.last_failure is None or not stats.failures:
             return None
         count = max(stats.failures.values())
         if record.tool_kind == "write" and stats.last_failure != RETRYABLE:
@@ -74,21 +74,28 @@ class Failure:
     def result(self, record: CallRecord, memory: RunMemory, stale: bool) -> Signal | None:
         observation = record.observation
         assert observation is not None
-        stats = memory.stats(record.signature.key)
+        stats = record.stats
         armed, self._armed_after = self._armed_after, None
         if not observation.error:
-            stats.failures.clear()
-            stats.novel_at_failure.clear()
+            if stats.failures:
+                stats.failures.clear()
+                stats.novel_at_failure.clear()  # type: ignore[union-attr]
             if armed == record.index - 1 and stale and self.config.enabled:
                 return self._escalated(record, "brought nothing new")
             return None
+        failures = stats.failures
+        if failures is None:
+            failures = stats.failures = {}
+            stats.novel_at_failure = {}
+        novel_at_failure = stats.novel_at_failure
+        assert novel_at_failure is not None
         shape = observation.shape
-        count = stats.failures.get(shape, 0) + 1
-        if shape not in stats.failures and len(stats.failures) >= _SHAPES_PER_SIGNATURE:
-            stats.failures.pop(next(iter(stats.failures)))
-        stats.failures[shape] = count
-        novel_then = stats.novel_at_failure.get(shape)
-        stats.novel_at_failure[shape] = memory.novel_results
+        count = failures.get(shape, 0) + 1
+        if shape not in failures and len(failures) >= _SHAPES_PER_SIGNATURE:
+            failures.pop(next(iter(failures)))
+        failures[shape] = count
+        novel_then = novel_at_failure.get(shape)
+        novel_at_failure[shape] = memory.novel_results
         if not self.config.enabled:
             return None
         failure_class = observation.failure_class or "deterministic"

@@ -37,25 +37,29 @@ class _ToolOutputs:
         self._failures: BoundedMap[int, None] = BoundedMap(capacity)
         self._outputs: BoundedMap[int, list[tuple[int, Observation]]] = BoundedMap(capacity)
 
-    def contains(self, observation: Observation, call: int) -> bool:
+    def contains_and_add(self, observation: Observation, call: int) -> bool:
+        """Whether this tool already returned ``observation``; then remember it."""
         if observation.error:
-            return observation.shape in self._failures
-        bucket = self._outputs.get(observation.skeleton)
-        if bucket is None:
-            return False
-        return any(earlier.exact == observation.exact or (key == call and observation.same_as(earlier)) for key, earlier in bucket)
-
-    def add(self, observation: Observation, call: int) -> None:
-        if observation.error:
+            known = observation.shape in self._failures
             self._failures.put(observation.shape, None)
-            return
+            return known
         bucket = self._outputs.get(observation.skeleton)
         if bucket is None:
             self._outputs.put(observation.skeleton, [(call, observation)])
-        elif not any(key == call and earlier.exact == observation.exact for key, earlier in bucket):
+            return False
+        exact = observation.exact
+        known = stored = False
+        for key, earlier in bucket:
+            if earlier.exact == exact:
+                known = True
+                stored = stored or key == call
+            elif key == call and not known and observation.same_as(earlier):
+                known = True
+        if not stored:
             bucket.append((call, observation))
             if len(bucket) > _BUCKET:
                 del bucket[0]
+        return known
 
 
 class NoProgress:
@@ -63,7 +67,7 @@ class NoProgress:
 
     def __init__(self, config: NoProgressDetector) -> None:
         self.config = config
-        self._seen: BoundedMap[str, BoundedMap[int, None]] = BoundedMap(_TOOLS_REMEMBERED)
+        self._seen: BoundedMap[str, _ToolOutputs] = BoundedMap(_TOOLS_REMEMBERED)
 
     def reconfigure(self, config: NoProgressDetector) -> None:
         self.config = config
@@ -83,12 +87,13 @@ class NoProgress:
         assert observation is not None
         if record.tool_kind == "think":
             return None, False  # a scratchpad brings no information from the world, and takes none away
-        stats = memory.stats(record.signature.key)
-        seen = self._seen.get(record.tool)
+        stats = record.stats
+        tool = record.signature.tool
+        seen = self._seen.get(tool)
         if seen is None:
             seen = _ToolOutputs(self.config.memory)
-            self._seen.put(record.tool, seen)
-        repeated_output = seen.contains(observation, record.signature.key)
+            self._seen.put(tool, seen)
+        repeated_output = seen.contains_and_add(observation, record.signature.key)
 
         kind = "same_output"
         identical = observation.same_as(stats.last)
@@ -121,7 +126,6 @@ class NoProgress:
         stats.last = observation
         stats.last_failure = observation.failure_class
         stats.results += 1
-        seen.add(observation, record.signature.key)
 
         if stale:
             memory.stale_streak += 1

@@ -9,7 +9,7 @@ pending state within the poll patience, is healthy and raises no signal.
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import deque
 
 from ..decisions import Signal
 from ..policy.schema import RepeatDetector
@@ -22,7 +22,7 @@ class Repeat:
     def __init__(self, config: RepeatDetector) -> None:
         self.config = config
         self._window: deque[int] = deque()
-        self._counts: Counter[int] = Counter()
+        self._counts: dict[int, int] = {}  # a plain dict: Counter's missing-key hooks run in Python
         self._last: int | None = None
         self._run_length = 0  # how many times in a row the last signature came
 
@@ -33,35 +33,38 @@ class Repeat:
 
     def _evict(self) -> None:
         old = self._window.popleft()
-        remaining = self._counts[old] - 1
+        counts = self._counts
+        remaining = counts[old] - 1
         if remaining:
-            self._counts[old] = remaining
+            counts[old] = remaining
         else:
-            del self._counts[old]
+            del counts[old]
 
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
         key = record.signature.key
-        earlier = self._counts.get(key, 0)
+        config = self.config
+        counts = self._counts
+        occurrences = counts.get(key, 0) + 1
+        counts[key] = occurrences
         self._run_length = self._run_length + 1 if key == self._last else 1
         self._last = key
-        consecutive = self._run_length >= self.config.threshold
-        self._window.append(key)
-        self._counts[key] += 1
-        if len(self._window) > self.config.window:
+        consecutive = self._run_length >= config.threshold
+        window = self._window
+        window.append(key)
+        if len(window) > config.window:
             self._evict()
-        occurrences = earlier + 1
-        if not self.config.enabled or occurrences < self.config.threshold or record.tool_kind == "poll":
+        if occurrences < config.threshold or not config.enabled or record.tool_kind == "poll":
             return None  # a poll tool repeats by design; no_progress judges whether it is stalled
-        stats = memory.signatures.get(key)
-        if stats is not None and (stats.advancing or stats.polling or stats.last_failure == "retryable"):
+        stats = record.stats
+        if stats.advancing or stats.polling or stats.last_failure == "retryable":
             return None
         kind = "identical_call" if consecutive else "interleaved_repeat"
         return Signal(
             detector=self.name,
             kind=kind,
-            score=self.config.weight,
-            message=f"{describe(record)} is called for the {_ordinal(occurrences)} time in the last {self.config.window} calls",
-            evidence={"call": record.index, "occurrences": occurrences, "window": self.config.window},
+            score=config.weight,
+            message=f"{describe(record)} is called for the {_ordinal(occurrences)} time in the last {config.window} calls",
+            evidence={"call": record.index, "occurrences": occurrences, "window": config.window},
         )
 
 

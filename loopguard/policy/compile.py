@@ -49,6 +49,29 @@ class CompiledRule:
         return self.tool_pattern.fullmatch(tool) is not None
 
 
+#: Tool names that hand control to another agent even without a ``kind: handoff`` trait.
+HANDOFF_PREFIXES = ("transfer_to", "handoff", "hand_off", "delegate_to", "route_to")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProfile:
+    """Everything the policy says about one tool name, looked up once per name.
+
+    Attributes:
+        kind: the ``kind`` trait (``other`` when the policy says nothing).
+        pending_patience: identical pending observations tolerated, if the traits set it.
+        hands_off: calls hand control to another agent (``kind: handoff`` or a handoff-like name).
+        rules: the rules whose ``tool`` matches, in file order.
+        budgets: the per-tool budgets ``(key, budget)`` that apply.
+    """
+
+    kind: str
+    pending_patience: int | None
+    hands_off: bool
+    rules: tuple["CompiledRule", ...]
+    budgets: tuple[tuple[str, Budget], ...]
+
+
 class _NameTable:
     """Exact names first, then globs in file order; answers are memoised per tool name.
 
@@ -98,10 +121,22 @@ class CompiledPolicy:
     _tool_budgets: _NameTable = field(repr=False, compare=False)
     _pricing: _NameTable = field(repr=False, compare=False)
     _rules_memo: dict[str, tuple[CompiledRule, ...]] = field(default_factory=dict, repr=False, compare=False)
+    _profiles: dict[str, ToolProfile] = field(default_factory=dict, repr=False, compare=False)
 
-    @property
+    # Values read on every decision are computed once per revision (the model is immutable).
+    @cached_property
     def mode(self) -> str:
         return self.model.mode
+
+    @cached_property
+    def logs_decisions(self) -> bool:
+        """True when the policy configures a decision log."""
+        return self.model.log is not None
+
+    @cached_property
+    def quiet_action(self) -> GuardAction:
+        """The action for a step with no signal (risk 0): ``continue`` unless ``warn`` is 0."""
+        return self.action_for(0.0)
 
     @cached_property
     def has_budgets(self) -> bool:
@@ -138,6 +173,23 @@ class CompiledPolicy:
             found = tuple(rule for rule in self.rules if rule.applies_to(tool))
             if len(self._rules_memo) < 4096:
                 self._rules_memo[tool] = found
+        return found
+
+    def tool_profile(self, tool: str) -> ToolProfile:
+        """Traits, rules and per-tool budgets of ``tool`` in one memoised look-up."""
+        found = self._profiles.get(tool)
+        if found is None:
+            traits = self.tool_traits(tool)
+            kind = traits.kind if traits is not None else "other"
+            found = ToolProfile(
+                kind=kind,
+                pending_patience=traits.pending_patience if traits is not None else None,
+                hands_off=kind == "handoff" or tool.lower().startswith(HANDOFF_PREFIXES),
+                rules=self.rules_for(tool),
+                budgets=self.tool_budgets(tool),
+            )
+            if len(self._profiles) < 4096:
+                self._profiles[tool] = found
         return found
 
     def tool_budgets(self, tool: str) -> tuple[tuple[str, Budget], ...]:
