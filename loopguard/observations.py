@@ -191,11 +191,10 @@ def _payload_keys(data: Any) -> bool:
 
 _PERMANENT_CODES = frozenset({400, 401, 403, 404, 405, 410, 422})
 _RETRYABLE_CODES = frozenset({408, 425, 429, 500, 502, 503, 504})
-# A status code counts only at the start of the output or right after a status word, so
-# "page 1401" and "401 rows" in a sentence are not failures. Candidates are found with a
-# simple pattern first; the context test runs only for them.
+# A status code counts only at the start of the output (with its reason phrase, below) or
+# right after a status word, so "page 1401" and "401 rows" in a sentence are not failures.
 _THREE_DIGITS = re.compile(r"\b[1-5]\d\d\b")
-_STATUS_CONTEXT = re.compile(r"\b(?:http(?:/\d(?:\.\d)?)?|status(?:[ _]code)?|error(?:[ _]code)?|code|response)\W{0,3}$")
+_STATUS_AFTER_WORD = re.compile(r"\b(?:http(?:/\d(?:\.\d)?)?|status(?:[ _]code)?|error(?:[ _]code)?|code|response)\W{0,3}\b([1-5]\d\d)\b")
 # At the very start of an output a number is a status code only with its reason phrase
 # ("403 Forbidden", "503 Service Unavailable"), so "401 rows exported" is not a failure.
 _REASON_PHRASE = re.compile(
@@ -233,25 +232,16 @@ def _starts_like_error(head: str) -> bool:
 def status_code(text: str) -> int | None:
     """The HTTP-like status code the output reports, if any (only in a status context)."""
     head = text[:300].lower()
-    # Most outputs have neither a leading number nor a word that opens a status context
-    # (see _STATUS_CONTEXT): cheap tests skip the scan for them.
-    if (
-        not head.lstrip(_LEADING)[:1].isdigit()
-        and "http" not in head
-        and "status" not in head
-        and "error" not in head
-        and "code" not in head
-        and "response" not in head
-    ):
-        return None
-    for match in _THREE_DIGITS.finditer(head):
-        start = match.start()
-        if head[:start].strip(_LEADING) == "":
-            if _REASON_PHRASE.match(head, match.end()) is not None:
-                return int(match.group())
-        elif _STATUS_CONTEXT.search(head, max(0, start - 20), start) is not None:
+    lead = head.lstrip(_LEADING)
+    if lead[:1].isdigit():
+        match = _THREE_DIGITS.match(lead)
+        if match is not None and _REASON_PHRASE.match(lead, match.end()) is not None:
             return int(match.group())
-    return None
+    # Most outputs hold no word that opens a status context: cheap tests skip the scan.
+    if "http" not in head and "status" not in head and "error" not in head and "code" not in head and "response" not in head:
+        return None
+    match = _STATUS_AFTER_WORD.search(head)
+    return int(match.group(1)) if match is not None else None
 
 
 def looks_like_error(text: str, output: Any = None) -> bool:

@@ -408,7 +408,7 @@ class Session:
         if not signals and minimum is _CONTINUE:
             risk, action = 0.0, policy.quiet_action
         else:
-            risk = self._risk(policy, signals)
+            risk = policy.risk_of(signals)
             action = GuardAction.most_severe(policy.action_for(risk), minimum)
         severity = _SEVERITY[action._value_]
         if severity >= _REPLAN_SEVERITY and phase == "before_call":  # only a pending call gets a detector verdict
@@ -440,25 +440,6 @@ class Session:
         elif self.worst is None:
             self.worst = decision
         return decision
-
-    @staticmethod
-    def _risk(policy: CompiledPolicy, signals: tuple[Signal, ...]) -> float:
-        if not signals:
-            return 0.0
-        scoring = policy.scoring
-        if scoring.combine == "noisy_or":
-            remaining = 1.0
-            for signal in signals:
-                remaining *= 1.0 - signal.score
-            risk = 1.0 - remaining
-        else:
-            risk = max(signal.score for signal in signals)
-        if scoring.escalate:
-            active = {signal.detector for signal in signals}
-            for escalation in scoring.escalate:
-                if escalation.risk > risk and all(name in active for name in escalation.when):
-                    risk = escalation.risk
-        return risk
 
     def _scope_key(self, scope: str) -> str:
         return f"turn{self.turn_index}" if scope == "turn" else "run"

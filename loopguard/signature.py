@@ -229,8 +229,9 @@ def _flat_copy(arguments: Any) -> dict[str, Any] | None:
 
 def signature_of(tool: str, arguments: Any) -> Signature:
     """Compute the signature of a call to ``tool`` with ``arguments`` (never raises)."""
-    tool = str(tool)
-    parsed = parse_arguments(arguments)
+    if type(tool) is not str:
+        tool = str(tool)
+    parsed = arguments if type(arguments) is dict else parse_arguments(arguments)
     canonical = _flat_copy(parsed)  # the common case skips the recursive walk and the JSON text
     if canonical is None:
         canonical = canonical_value(parsed)
@@ -238,5 +239,6 @@ def signature_of(tool: str, arguments: Any) -> Signature:
         if flat is None:
             text = f"{tool}({_ENCODER.encode(canonical)})"
             return Signature(tool, canonical, hash(text), text)
-    # Equal flat mappings give equal sorted item tuples, whichever path produced them.
-    return Signature(tool, canonical, hash((tool, tuple(sorted(canonical.items())))))
+    # Equal flat mappings give equal item sets, whichever path produced them (a frozenset
+    # needs no sort, so it hashes in half the time of a sorted tuple).
+    return Signature(tool, canonical, hash((tool, frozenset(canonical.items()))))

@@ -72,7 +72,7 @@ class _Shape:
 def _words(text: str) -> frozenset[str]:
     words = set()
     for word in _WORD.findall(text.lower()):
-        if word in _STOPWORDS or _VOLATILE_VALUE.match(word):
+        if word in _STOPWORDS or (len(word) >= 10 and _VOLATILE_VALUE.match(word)):
             continue
         if len(word) > 3 and word.endswith("s"):
             word = word[:-1]
@@ -129,7 +129,8 @@ def shape_of(record: CallRecord) -> _Shape:
         if lowered in _THROWAWAY_KEYS or (span is not None and lowered in _RANGE_KEYS):
             continue
         if isinstance(value, str):
-            if len(value) >= 10 and _VOLATILE_VALUE.match(value.strip()):
+            stripped = value.strip()
+            if _may_be_volatile(stripped) and _VOLATILE_VALUE.match(stripped):
                 continue
             if " " in value.strip():
                 text_keys.append(key)
@@ -140,6 +141,12 @@ def shape_of(record: CallRecord) -> _Shape:
     return _Shape(record.signature.key, structure, frozenset(words), span)
 
 
+def _may_be_volatile(value: str) -> bool:
+    """A cheap necessary test for ``_VOLATILE_VALUE``: a UUID is 36 long with dashes, hex ids
+    and digit runs are alphanumeric, timestamps hold a colon."""
+    return len(value) >= 10 and (value.isalnum() or ":" in value or (len(value) == 36 and "-" in value))
+
+
 def _plain(arguments: Any) -> bool:
     """True for flat arguments with no text, range, throwaway key or volatile value."""
     if type(arguments) is not dict:
@@ -147,7 +154,7 @@ def _plain(arguments: Any) -> bool:
     for key, value in arguments.items():
         kind = type(value)
         if kind is str:
-            if " " in value or (len(value) >= 10 and _VOLATILE_VALUE.match(value) is not None):
+            if " " in value or (_may_be_volatile(value) and _VOLATILE_VALUE.match(value) is not None):
                 return False
         elif kind is not int and kind is not bool and value is not None:
             return False

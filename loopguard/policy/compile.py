@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..decisions import GuardAction
+from ..decisions import GuardAction, Signal
 from .expressions import CompiledCondition, CompiledMatch, compile_condition, compile_match
 from .schema import Budget, Budgets, Detectors, Policy, Pricing, Rule, Scoring, Thresholds, ToolTraits
 
@@ -199,6 +199,29 @@ class CompiledPolicy:
     def price(self, model_name: str) -> Pricing | None:
         """USD per million tokens for ``model_name``, or ``None`` if the policy has no price."""
         return self._pricing.first_for(model_name)
+
+    @cached_property
+    def _escalations(self) -> tuple[tuple[frozenset[str], float], ...]:
+        return tuple((frozenset(escalation.when), escalation.risk) for escalation in self.model.scoring.escalate)
+
+    def risk_of(self, signals: tuple[Signal, ...]) -> float:
+        """Combine active signals into one risk (0..1): ``max`` or ``noisy_or`` of their
+        scores, raised to an escalation's risk when all its detectors are active."""
+        if not signals:
+            return 0.0
+        if self.model.scoring.combine == "noisy_or":
+            remaining = 1.0
+            for signal in signals:
+                remaining *= 1.0 - signal.score
+            risk = 1.0 - remaining
+        else:
+            risk = max([signal.score for signal in signals])
+        if len(signals) > 1 and self._escalations:  # an escalation names two detectors or more
+            active = {signal.detector for signal in signals}
+            for detectors, escalated in self._escalations:
+                if escalated > risk and detectors <= active:
+                    risk = escalated
+        return risk
 
     def action_for(self, risk: float) -> GuardAction:
         """Map a risk (0..1) to the action whose threshold it reaches."""
