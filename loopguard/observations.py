@@ -134,19 +134,6 @@ _PENDING = re.compile(
 _TERMINAL = re.compile(r"\b(succeeded|success|completed?|done|finished|failed|failure|error|cancell?ed|aborted|ready)\b")
 
 
-def is_empty(normalized: str) -> bool:
-    """True when the output carries no information: blank, an empty container, or "no results"-like."""
-    if normalized in _EMPTY_LITERALS:
-        return True
-    if len(normalized) > 120:
-        return False
-    # Every empty phrase holds one of these words ("nothing" and "none" hold "no"): a cheap
-    # necessary test before the regular expression.
-    if "no" not in normalized and "0" not in normalized and "zero" not in normalized and "empty" not in normalized:
-        return False
-    return _EMPTY_PHRASE.match(normalized) is not None
-
-
 def is_pending(text: str) -> bool:
     """True when the output reports a valid non-terminal state (a healthy poll), e.g. "state: RUNNING"."""
     if len(text) > 400:
@@ -216,17 +203,8 @@ _CONTEXT_OVERFLOW = re.compile(r"\b(?:context (?:window|length) (?:exceeded|over
 _LEADING = " \t\n\"'[({:-"
 _ASCII_NON_WORD = "".join(chr(code) for code in range(128) if not (chr(code).isalnum() or chr(code) == "_"))
 _ERROR_START = re.compile(r"^\W*(error|exception|traceback|fatal|failed|failure|panic)\b")
+_ERROR_INITIALS = frozenset("etfp")
 _EXIT_CODE = re.compile(r"\[?exit(?:ed)?(?: with)? (?:code|status)[:= ]*([1-9]\d*)\]?")
-
-
-def _starts_like_error(head: str) -> bool:
-    """``_ERROR_START.match(head)``, with an exact cheap test first for ASCII text: the
-    first word character must begin one of the words."""
-    if head.isascii():
-        first = head.lstrip(_ASCII_NON_WORD)[:1]
-        if not first or first not in "etfp":
-            return False
-    return _ERROR_START.match(head) is not None
 
 
 def status_code(text: str) -> int | None:
@@ -251,7 +229,11 @@ def looks_like_error(text: str, output: Any = None) -> bool:
         if flag not in (None, False, "", 0):
             return True
     head = text[:300].lower()
-    if _starts_like_error(head) or ("context" in head or "token" in head or "prompt" in head) and _CONTEXT_OVERFLOW.search(head):
+    # For ASCII text a cheap exact test runs first: the first word character of an output
+    # that starts like an error begins one of _ERROR_START's words.
+    if (not head.isascii() or head.lstrip(_ASCII_NON_WORD)[:1] in _ERROR_INITIALS) and _ERROR_START.match(head) is not None:
+        return True
+    if ("context" in head or "token" in head or "prompt" in head) and _CONTEXT_OVERFLOW.search(head):
         return True
     code = status_code(head)
     if code is not None and code >= 400:
@@ -312,7 +294,15 @@ class Observation:
         if error:
             self.empty = False
         elif len(lowered) <= _EMPTY_MAX:
-            self.empty = is_empty(" ".join(lowered.split()))
+            # Empty: blank, an empty container, or "no results"-like. Every empty phrase holds
+            # one of the words tested ("nothing" and "none" hold "no"): a cheap necessary test
+            # before the regular expression.
+            folded = " ".join(lowered.split())
+            self.empty = folded in _EMPTY_LITERALS or (
+                len(folded) <= 120
+                and ("no" in folded or "0" in folded or "zero" in folded or "empty" in folded)
+                and _EMPTY_PHRASE.match(folded) is not None
+            )
         else:
             self.empty = not lowered.strip()
         self._fingerprint: int | None = None
@@ -344,7 +334,7 @@ def observe(output: Any, error: bool | None = None) -> Observation:
     ``"<unreadable output>"``)."""
     try:
         text = output if type(output) is str else output_text(output)
-        if is_refusal(text, output):
+        if (text.startswith(_PAYLOAD_STARTS) or isinstance(output, dict)) and is_refusal(text, output):
             return Observation(text, True, REFUSED)
         failed = looks_like_error(text, output) if error is None else bool(error)
         return Observation(text, failed, classify_failure(text) if failed else None)

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from typing import Any, Callable, Iterable, Sequence
 
 from .calls import ModelUsage, ToolCall, ToolResult
 from .counters import Counters, check_budgets
 from .decision_log import record_decision
 from .decisions import ALLOW, Decision, GuardAction, Signal, Verdict, VerdictKind
-from .detectors.base import BoundedMap, CallRecord, RunMemory
+from .detectors.base import CallRecord, RunMemory, SignatureStats
 from .detectors.cycle import Cycle
 from .detectors.failure import Failure
 from .detectors.handoff import Handoff
@@ -31,13 +31,14 @@ from .detectors.near_duplicate import NearDuplicate
 from .detectors.no_progress import NoProgress
 from .detectors.repeat import Repeat
 from .observations import observe
-from .policy.compile import CompiledPolicy, CompiledRule
+from .policy.compile import CompiledPolicy, CompiledRule, ToolProfile
 from .rules import evaluate_rules
 from .signature import signature_of
 
 _CONTINUE = GuardAction.CONTINUE
 _STOP = GuardAction.STOP
 _ALLOW_KIND = VerdictKind.ALLOW
+_IN_FLIGHT_LIMIT = 1024  # pending calls remembered until their results
 _SEVERITY = {action.value: index for index, action in enumerate(GuardAction)}
 _REPLAN_SEVERITY = _SEVERITY["replan"]
 
@@ -94,13 +95,37 @@ def _count(value: Any) -> int:
         return 0
 
 
-def _resolver(policy: PolicySource) -> Callable[[], CompiledPolicy]:
+class _FixedPolicy:
+    """A policy source that never changes: one revision for the whole session."""
+
+    __slots__ = ("current",)
+
+    def __init__(self, policy: CompiledPolicy) -> None:
+        self.current = policy
+
+
+class _CalledPolicy:
+    """A policy source given as a zero-argument callable."""
+
+    __slots__ = ("_function",)
+
+    def __init__(self, function: Callable[[], CompiledPolicy]) -> None:
+        self._function = function
+
+    @property
+    def current(self) -> CompiledPolicy:
+        return self._function()
+
+
+def _source(policy: PolicySource) -> Any:
+    """Anything with a ``current`` attribute holding the policy to decide with: read once
+    per decision (a PolicyStore swaps its reference on reload)."""
     if isinstance(policy, CompiledPolicy):
-        return lambda: policy
+        return _FixedPolicy(policy)
     if hasattr(policy, "current"):
-        return lambda: policy.current  # a PolicyStore: read the reference once per decision
-    if callable(policy):
         return policy
+    if callable(policy):
+        return _CalledPolicy(policy)
     raise TypeError(f"policy must be a CompiledPolicy, a policy store or a callable, not {type(policy).__name__}")
 
 
@@ -129,12 +154,12 @@ class Session:
         history: int | None = 256,
         end_on_stop: bool = True,
     ) -> None:
-        self._policy = _resolver(policy)
+        self._source = _source(policy)
         self.run_id = run_id
         self.thread_id = thread_id
         self._lock = threading.Lock()  # public methods never call each other
-        current = self._policy()
-        self._revision = current.revision
+        current = self._source.current
+        self._adopted = current  # the policy object the detectors are configured for
         detectors = current.detectors
         self._repeat = Repeat(detectors.repeat)
         self._cycle = Cycle(detectors.cycle)
@@ -152,8 +177,7 @@ class Session:
         self._rule_budgets: dict[tuple[str, str], int] = {}
         self._steps = 0
         self._calls = 0
-        # Results that never come back must not grow memory: the oldest pending calls are forgotten.
-        self._in_flight: BoundedMap[Any, tuple[CallRecord, tuple[Signal, ...]]] = BoundedMap(1024)
+        self._in_flight: OrderedDict[Any, tuple[CallRecord, tuple[Signal, ...]]] = OrderedDict()  # see _before_call
         self._decisions: deque[Decision] | list[Decision] = deque(maxlen=history) if history else []
         self.worst: Decision | None = None
         self.first_intervention: Decision | None = None
@@ -165,13 +189,17 @@ class Session:
     @property
     def policy(self) -> CompiledPolicy:
         """The policy revision the next decision will use."""
-        return self._policy()
+        return self._source.current
 
     def _current_policy(self) -> CompiledPolicy:
-        policy = self._policy()
-        if policy.revision != self._revision:
+        policy = self._source.current
+        if policy is not self._adopted:
+            self._adopt(policy)
+        return policy
+
+    def _adopt(self, policy: CompiledPolicy) -> None:
+        if policy.revision != self._adopted.revision:
             # A new revision: detectors keep their state and continue with the new parameters.
-            self._revision = policy.revision
             detectors = policy.detectors
             self._repeat.reconfigure(detectors.repeat)
             self._cycle.reconfigure(detectors.cycle)
@@ -179,7 +207,7 @@ class Session:
             self._failure.reconfigure(detectors.failure)
             self._handoff.reconfigure(detectors.handoff)
             self._near_duplicate.reconfigure(detectors.near_duplicate)
-        return policy
+        self._adopted = policy
 
     # -- reports --------------------------------------------------------------------
 
@@ -215,9 +243,13 @@ class Session:
 
     def before_call(self, call: ToolCall) -> Decision:
         """Decide one pending tool call before it runs (rules, budgets, then detectors)."""
-        call = _as_call(call)
+        if type(call) is not ToolCall or type(call.name) is not str or call.agent is not None:
+            call = _as_call(call)  # the checks above are _as_call's fast path, inline: this runs per step
         with self._lock:
-            return self._before_call(call, self._current_policy())
+            policy = self._source.current  # _current_policy, inline: this runs per step
+            if policy is not self._adopted:
+                self._adopt(policy)
+            return self._before_call(call, policy)
 
     def before_batch(self, calls: Sequence[ToolCall]) -> list[Decision]:
         """Decide the parallel calls of one assistant message; every call gets a decision.
@@ -235,26 +267,33 @@ class Session:
 
         ``result`` may be a :class:`ToolResult` or the bare output.
         """
-        call, result = _as_call(call), _as_result(result)
+        if type(call) is not ToolCall or type(call.name) is not str or call.agent is not None:
+            call = _as_call(call)  # the checks above are _as_call's fast path, inline: this runs per step
+        if type(result) is not ToolResult:
+            result = _as_result(result)
         with self._lock:
-            policy = self._current_policy()
+            policy = self._source.current  # _current_policy, inline: this runs per step
+            if policy is not self._adopted:
+                self._adopt(policy)
             record, carried = self._take_in_flight(call)
             self._steps += 1
-            self.run.steps += 1
-            self.turn.steps += 1
-            record.observation = observe(result.output, result.error)
-            if record.observation.error:
-                self.run.failures += 1
-                self.turn.failures += 1
-            signals = list(carried)
-            progress_signal, stale = self._no_progress.result(record, self._memory)
+            run, turn = self.run, self.turn
+            run.steps += 1
+            turn.steps += 1
+            observation = record.observation = observe(result.output, result.error)
+            if observation.error:
+                run.failures += 1
+                turn.failures += 1
+            signals = list(carried) if carried else []
+            memory = self._memory
+            progress_signal, stale = self._no_progress.result(record, memory)
             self._stale = progress_signal
             if progress_signal is not None:
                 signals.append(progress_signal)
-            failure_signal = self._failure.result(record, self._memory, stale)
+            failure_signal = self._failure.result(record, memory, stale)
             if failure_signal is not None:
                 signals.append(failure_signal)
-            if not stale and not record.observation.error and record.handoff_target is None:
+            if not stale and not observation.error and record.handoff_target is None:
                 self._handoff.work_done()
             return self._decide(policy, "after_call", signals, ALLOW, record)
 
@@ -276,7 +315,8 @@ class Session:
             text = _text(text)
             body = " ".join(text[:2048].lower().split())  # case and spacing never make a message new
             agent = None if agent is None else _text(agent)
-            record = self._record(ToolCall(f"message:{agent or 'agent'}", {"text": body}, agent=agent), policy)
+            name = f"message:{agent or 'agent'}"
+            record = self._record(ToolCall(name, {"text": body}, agent=agent), policy.tool_profile(name))
             signals = [s for s in (self._repeat.pending(record, self._memory), self._cycle.pending(record, self._memory)) if s]
             self._steps += 1
             self.run.steps += 1
@@ -319,49 +359,52 @@ class Session:
 
     # -- internals ------------------------------------------------------------------
 
-    def _record(self, call: ToolCall, policy: CompiledPolicy) -> CallRecord:
+    def _record(self, call: ToolCall, profile: ToolProfile) -> CallRecord:
         signature = signature_of(call.name, call.arguments)
-        profile = policy.tool_profile(signature.tool)
-        memory = self._memory
-        stats = memory.signatures.get(signature.key)
+        signatures = self._memory.signatures
+        stats = signatures.get(signature.key)
         if stats is None:
-            stats = memory.stats(signature.key)
+            stats = SignatureStats()
+            signatures.put(signature.key, stats)
         record = CallRecord(self._calls, self._steps, signature, stats, profile.kind, call.agent, profile.pending_patience)
         if profile.hands_off:
             record.handoff_target = _handoff_target(signature.arguments)
         return record
 
     def _before_call(self, call: ToolCall, policy: CompiledPolicy) -> Decision:
-        record = self._record(call, policy)
+        name = call.name
+        profile = policy.tool_profile(name)
+        record = self._record(call, profile)
         self._calls += 1
         self._steps += 1
-        self.run.steps += 1
-        self.turn.steps += 1
+        run, turn = self.run, self.turn
+        run.steps += 1
+        turn.steps += 1
 
-        profile = policy.tool_profile(call.name)
+        signals: list[Signal] = []
+        verdict = ALLOW
+        outcome = None
         rules = profile.rules
         if rules:
             outcome = evaluate_rules(
                 rules,
-                {"tool": call.name, "arguments": record.signature.arguments, "id": call.id, "agent": call.agent},
+                {"tool": name, "arguments": record.signature.arguments, "id": call.id, "agent": call.agent},
                 lambda: self._condition_names(call, record, rules),
                 self._rule_budget_count,
                 policy.mode,
             )
-            signals: list[Signal] = list(outcome.notes)
+            signals.extend(outcome.notes)
             verdict = outcome.verdict
-        else:
-            outcome, signals, verdict = None, [], ALLOW
 
         minimum = _CONTINUE
-        breach = check_budgets(policy.budgets, profile.budgets, call.name, self.run, self.turn) if policy.has_budgets else None
-        if breach is not None:
-            signals.append(Signal("budget", breach.name, 0.0, breach.message, {"limit": breach.budget.limit, "value": breach.value}))
-            stop = breach.budget.on_exceed == "stop"
-            minimum = GuardAction.STOP if stop else GuardAction.REPLAN
-            budget_verdict = Verdict(VerdictKind.BUDGET_SPENT, rule=f"budget:{breach.name}", message=breach.message)
-            if budget_verdict.kind.strictness > verdict.kind.strictness:
-                verdict = budget_verdict
+        if policy.has_budgets:
+            breach = check_budgets(policy.budgets, profile.budgets, name, run, turn)
+            if breach is not None:
+                signals.append(Signal("budget", breach.name, 0.0, breach.message, {"limit": breach.budget.limit, "value": breach.value}))
+                minimum = GuardAction.STOP if breach.budget.on_exceed == "stop" else GuardAction.REPLAN
+                budget_verdict = Verdict(VerdictKind.BUDGET_SPENT, rule=f"budget:{breach.name}", message=breach.message)
+                if budget_verdict.kind.strictness > verdict.kind.strictness:
+                    verdict = budget_verdict
 
         if self._stale is not None:
             signals.append(self._stale)  # no progress holds until a result brings something new
@@ -378,55 +421,59 @@ class Session:
         if self.stopped and self.end_on_stop and policy.mode == "enforce":
             first = self.worst.step if self.worst is not None else 0
             signals.append(Signal("session", "run_stopped", 0.0, f"the run was stopped at step {first}", {"step": first}))
-            minimum = GuardAction.STOP
-        runs = verdict.kind is _ALLOW_KIND
+            minimum = _STOP
         decision = self._decide(policy, "before_call", signals, verdict, record, minimum)
         # In observe mode the adapter runs every call, so budgets must count it.
-        if (decision.verdict.kind is _ALLOW_KIND and runs) or policy.mode == "observe":
-            self.run.tool_calls += 1
-            self.turn.tool_calls += 1
-            self.run.per_tool[call.name] = self.run.per_tool.get(call.name, 0) + 1
-            self.turn.per_tool[call.name] = self.turn.per_tool.get(call.name, 0) + 1
+        if (verdict.kind is _ALLOW_KIND and decision.verdict.kind is _ALLOW_KIND) or policy.mode == "observe":
+            run.tool_calls += 1
+            turn.tool_calls += 1
+            per_tool = run.per_tool
+            per_tool[name] = per_tool.get(name, 0) + 1
+            per_tool = turn.per_tool
+            per_tool[name] = per_tool.get(name, 0) + 1
             if outcome:
                 for rule in outcome.budget_rules:
                     key = (rule.id, self._scope_key(rule.spec.scope))
                     self._rule_budgets[key] = self._rule_budgets.get(key, 0) + 1
-        carried = tuple(signal for signal in signals if signal.detector in _CARRIED) if signals else ()
-        self._remember_in_flight(call, record, carried)
+        # Remember the call until its result: by id, else by signature. Results that never
+        # come back must not grow memory: the oldest pending calls are forgotten.
+        in_flight = self._in_flight
+        in_flight[call.id if call.id is not None else ("signature", record.signature.key)] = (
+            record,
+            tuple([signal for signal in signals if signal.detector in _CARRIED]) if signals else (),
+        )
+        if len(in_flight) > _IN_FLIGHT_LIMIT:
+            in_flight.popitem(last=False)
         return decision
 
     def _decide(
         self,
         policy: CompiledPolicy,
         phase: str,
-        signals: Iterable[Signal],
+        signals: list[Signal],
         verdict: Verdict,
         record: CallRecord | None,
         minimum: GuardAction = _CONTINUE,
     ) -> Decision:
-        signals = tuple(signals)
-        if not signals and minimum is _CONTINUE:
-            risk, action = 0.0, policy.quiet_action
+        if signals:
+            signals = tuple(signals)  # type: ignore[assignment]
+            risk = policy.risk_of(signals)  # type: ignore[arg-type]
+            action = policy.action_for(risk)
         else:
-            risk = policy.risk_of(signals)
-            action = GuardAction.most_severe(policy.action_for(risk), minimum)
+            signals = ()  # type: ignore[assignment]
+            risk, action = 0.0, policy.quiet_action
+        if minimum is not _CONTINUE:
+            action = GuardAction.most_severe(action, minimum)
         severity = _SEVERITY[action._value_]
+        if record is None:
+            step, tool, call_index = self._steps - 1, None, None
+        else:
+            step = record.step if phase == "before_call" else self._steps - 1
+            tool, call_index = record.signature.tool, record.index
         if severity >= _REPLAN_SEVERITY and phase == "before_call":  # only a pending call gets a detector verdict
-            verdict = _detector_verdict(action, signals, verdict)
+            verdict = _detector_verdict(action, signals, verdict)  # type: ignore[arg-type]
         # Positional arguments: a Decision is built on every step.
-        decision = Decision(
-            record.step if record is not None and phase == "before_call" else self._steps - 1,
-            phase,
-            action,
-            risk,
-            signals,
-            verdict,
-            verdict.rule,
-            policy.revision,
-            policy.mode,
-            record.signature.tool if record is not None else None,
-            record.index if record is not None else None,
-        )
+        decision = Decision(step, phase, action, risk, signals, verdict, verdict.rule, policy.revision, policy.mode, tool, call_index)  # type: ignore[arg-type]
         self._decisions.append(decision)
         if policy.logs_decisions:
             record_decision(policy, self.run_id, decision, self.thread_id)
@@ -483,10 +530,6 @@ class Session:
             return {"tool": call.name, "arguments": copy.deepcopy(record.signature.arguments), "id": call.id, "agent": call.agent}
         return None
 
-    def _remember_in_flight(self, call: ToolCall, record: CallRecord, carried: tuple[Signal, ...]) -> None:
-        key = call.id if call.id is not None else ("signature", record.signature.key)
-        self._in_flight.put(key, (record, carried))
-
     def _take_in_flight(self, call: ToolCall) -> tuple[CallRecord, tuple[Signal, ...]]:
         if call.id is not None:
             found = self._in_flight.pop(call.id, None)
@@ -497,7 +540,7 @@ class Session:
         if found is not None:
             return found
         # A result without a recorded pending call (an adapter that saw only the result).
-        record = self._record(call, self._policy())
+        record = self._record(call, self._source.current.tool_profile(_text(call.name, "<tool>")))
         record.index = self._calls
         self._calls += 1
         return record, ()

@@ -207,7 +207,8 @@ class Signature:
         return self.text
 
 
-_FLAT_TYPES = (str, int, type(None))
+_FLAT_TYPES = frozenset({str, int, type(None)})
+_STR_ONLY = frozenset({str})
 # One encoder, built once: json.dumps with options builds a new encoder on every call.
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
@@ -215,14 +216,23 @@ _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=
 def _flat_copy(arguments: Any) -> dict[str, Any] | None:
     """A copy of a flat mapping of strings, ints and nulls (already canonical), else None.
 
-    Booleans are left to the general path: ``True == 1`` would make the tuple key
-    below confuse them.
+    Booleans are left to the general path: ``True == 1`` would make the set key below
+    confuse them. The type and size tests iterate in C (set and map over the items), so
+    their cost hardly grows with the number of arguments.
     """
-    if type(arguments) is not dict:
+    if type(arguments) is not dict or not _STR_ONLY.issuperset(map(type, arguments)):
         return None
-    for key, value in arguments.items():
+    values = arguments.values()
+    kinds = set(map(type, values))
+    if kinds <= _STR_ONLY:  # all strings: the usual arguments of a model's tool call
+        if values and max(map(len, values)) > MAX_STRING:
+            return None
+        return dict(arguments)
+    if not kinds <= _FLAT_TYPES:
+        return None
+    for value in values:
         kind = type(value)
-        if type(key) is not str or kind not in _FLAT_TYPES or (kind is str and len(value) > MAX_STRING) or (kind is int and value.bit_length() > 1024):
+        if (kind is str and len(value) > MAX_STRING) or (kind is int and value.bit_length() > 1024):
             return None
     return dict(arguments)
 

@@ -32,13 +32,17 @@ class Cycle:
         self._tools = deque(self._tools, maxlen=size)
 
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
-        self._keys.append(record.signature.key)
-        self._tools.append(record.tool)
-        if not self.config.enabled:
-            return None
+        signature = record.signature
+        key = signature.key
         keys = self._keys
+        # Every cycle needs the pending call one period back, so a call absent from the kept
+        # window (the common case) ends the check after one scan in C.
+        recurs = key in keys
+        keys.append(key)
+        self._tools.append(signature.tool)
+        if not recurs or not self.config.enabled:
+            return None
         size = len(keys)
-        key = record.signature.key
         repeats = self.config.repeats
         for period in range(2, self.config.max_period + 1):
             span = period * repeats

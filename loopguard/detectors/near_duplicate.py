@@ -59,6 +59,7 @@ _RANGE_PAIRS = (
 )
 _RANGE_KEYS = frozenset(key for pair in _RANGE_PAIRS for key in pair) | {"page", "page_number", "pagenumber", "view_range", "range", "lines"}
 _LENGTH_KEYS = frozenset({"limit", "take", "count"})
+_SPECIAL_KEYS = _RANGE_KEYS | _THROWAWAY_KEYS
 
 
 @dataclass(slots=True)
@@ -154,12 +155,15 @@ def _plain(arguments: Any) -> bool:
     for key, value in arguments.items():
         kind = type(value)
         if kind is str:
-            if " " in value or (_may_be_volatile(value) and _VOLATILE_VALUE.match(value) is not None):
+            if " " in value or (
+                len(value) >= 10  # _may_be_volatile, inline
+                and (value.isalnum() or ":" in value or (len(value) == 36 and "-" in value))
+                and _VOLATILE_VALUE.match(value) is not None
+            ):
                 return False
         elif kind is not int and kind is not bool and value is not None:
             return False
-        lowered = key.lower()
-        if lowered in _RANGE_KEYS or lowered in _THROWAWAY_KEYS:
+        if key in _SPECIAL_KEYS or key.lower() in _SPECIAL_KEYS:
             return False
     return True
 
