@@ -36,13 +36,6 @@ _PUNCTUATION = "\"',;:()[]{}.!?<>="
 _ASCII_DIGITS = frozenset("0123456789")
 
 
-def _has_digit(text: str) -> bool:
-    """True when ``text`` holds a digit (any Unicode digit, as ``\\d``)."""
-    if text.isascii():
-        return not _ASCII_DIGITS.isdisjoint(text)
-    return _HAS_DIGIT.search(text) is not None
-
-
 def _volatile_token(token: str, previous: str) -> str:
     """``token`` (lowercased, after ``previous``) with its volatile part replaced, or
     ``token`` itself when nothing in it is volatile."""
@@ -80,17 +73,10 @@ def output_text(output: Any) -> str:
         return str(output)
 
 
-@lru_cache(maxsize=1024)
-def _normalize_short(text: str) -> str:
-    return _normalize(text)
-
-
 def normalize(text: str) -> str:
     """Lowercase, replace volatile parts (UUIDs, timestamps, generated ids, long numbers,
     counters) and fold whitespace. Texts longer than :data:`MAX_COMPARED` characters are
     compared on their head plus a digest of the rest."""
-    if len(text) < 512:
-        return _normalize_short(text)  # repeated outputs (the stuck case) are read once
     if len(text) > MAX_COMPARED:
         # The tail is compared exactly: a volatile part there can only make two outputs
         # look different (a missed loop), never the same (a false alarm).
@@ -98,16 +84,25 @@ def normalize(text: str) -> str:
     return _normalize(text)
 
 
+@lru_cache(maxsize=1024)
+def _failure_shape(head: str, has_tail: bool) -> int:
+    """Digest of a failure's normalised text with every number replaced: the same error
+    with other numbers in it has the same shape. Identical failures (the stuck case)
+    repeat, so shapes are cached."""
+    shape = _DIGITS.sub("#", _normalize(head))
+    return hash(f"{shape} <tail #>" if has_tail else shape)
+
+
 def _normalize(text: str) -> str:
     text = text.lower()
-    if not _has_digit(text):
+    ascii_text = text.isascii()
+    if _ASCII_DIGITS.isdisjoint(text) if ascii_text else _HAS_DIGIT.search(text) is None:
         return " ".join(text.split())
     if text.count("-") >= 4:
         text = _UUID.sub("<uuid>", text)
     if ":" in text and _TIME_HINT.search(text) is not None:  # JSON has colons; times are rarer
         text = _TIMESTAMP.sub("<time>", text)
     tokens = text.split()
-    ascii_text = text.isascii()
     previous = ""
     for index, token in enumerate(tokens):
         if (not _ASCII_DIGITS.isdisjoint(token)) if ascii_text else _HAS_DIGIT.search(token) is not None:
@@ -306,18 +301,20 @@ class Observation:
         else:
             self.empty = not lowered.strip()
         self._fingerprint: int | None = None
-        self.shape = fingerprint(_DIGITS.sub("#", self.normalized())) if error else 0
+        self.shape = _failure_shape(self.text, self._tail is not None) if error else 0
 
     def normalized(self) -> str:
         """The text with volatile parts replaced (see :func:`normalize`)."""
-        head = normalize(self.text)
+        head = _normalize(self.text)  # the text is already cut to MAX_COMPARED characters
         return head if self._tail is None else f"{head} <tail {self._tail}>"
 
     @property
     def fingerprint(self) -> int:
-        """Digest of the normalised text (computed on first use)."""
+        """Digest of the normalised text (computed on first use; an identical text is
+        recognised by ``exact`` before this is needed, so there is nothing to cache across
+        observations)."""
         if self._fingerprint is None:
-            self._fingerprint = fingerprint(self.normalized())
+            self._fingerprint = hash(self.normalized())
         return self._fingerprint
 
     def same_as(self, other: "Observation | None") -> bool:

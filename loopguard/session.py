@@ -455,34 +455,45 @@ class Session:
         record: CallRecord | None,
         minimum: GuardAction = _CONTINUE,
     ) -> Decision:
-        if signals:
-            signals = tuple(signals)  # type: ignore[assignment]
-            risk = policy.risk_of(signals)  # type: ignore[arg-type]
-            action = policy.action_for(risk)
-        else:
-            signals = ()  # type: ignore[assignment]
-            risk, action = 0.0, policy.quiet_action
-        if minimum is not _CONTINUE:
-            action = GuardAction.most_severe(action, minimum)
-        severity = _SEVERITY[action._value_]
         if record is None:
             step, tool, call_index = self._steps - 1, None, None
         else:
             step = record.step if phase == "before_call" else self._steps - 1
             tool, call_index = record.signature.tool, record.index
-        if severity >= _REPLAN_SEVERITY and phase == "before_call":  # only a pending call gets a detector verdict
-            verdict = _detector_verdict(action, signals, verdict)  # type: ignore[arg-type]
-        # Positional arguments: a Decision is built on every step.
+        if signals or minimum is not _CONTINUE:
+            signals = tuple(signals)  # type: ignore[assignment]
+            risk = policy.risk_of(signals)  # type: ignore[arg-type]
+            action = GuardAction.most_severe(policy.action_for(risk), minimum)
+            severity = _SEVERITY[action._value_]
+            if severity >= _REPLAN_SEVERITY and phase == "before_call":  # only a pending call gets a detector verdict
+                verdict = _detector_verdict(action, signals, verdict)  # type: ignore[arg-type]
+        else:
+            # Most steps: no signal. Positional arguments: a Decision is built on every step.
+            action = policy.quiet_action
+            decision = Decision(step, phase, action, 0.0, (), verdict, verdict.rule, policy.revision, policy.mode, tool, call_index)
+            self._decisions.append(decision)
+            if policy.logs_decisions:
+                record_decision(policy, self.run_id, decision, self.thread_id)
+            if action is _CONTINUE:
+                if self.worst is None:
+                    self.worst = decision
+                return decision
+            severity = _SEVERITY[action._value_]
+            return self._note_severity(decision, severity)
         decision = Decision(step, phase, action, risk, signals, verdict, verdict.rule, policy.revision, policy.mode, tool, call_index)  # type: ignore[arg-type]
         self._decisions.append(decision)
         if policy.logs_decisions:
             record_decision(policy, self.run_id, decision, self.thread_id)
+        return self._note_severity(decision, severity)
+
+    def _note_severity(self, decision: Decision, severity: int) -> Decision:
+        """Track the worst decision, the first intervention and a stop."""
         if severity:
             if self.worst is None or severity > _SEVERITY[self.worst.action._value_]:
                 self.worst = decision
             if self.first_intervention is None and severity >= _REPLAN_SEVERITY:
                 self.first_intervention = decision
-            if action is _STOP:
+            if decision.action is _STOP:
                 self.stopped = True
         elif self.worst is None:
             self.worst = decision

@@ -20,6 +20,18 @@ _TOOLS_REMEMBERED = 256
 _BUCKET = 4  # outputs kept per skeleton
 
 
+class _Bucket:
+    """Up to ``_BUCKET`` outputs of one tool that share a skeleton, as parallel lists so
+    that the usual questions ("seen exactly?", "from this call?") are scans in C."""
+
+    __slots__ = ("calls", "exacts", "observations")
+
+    def __init__(self, call: int, observation: Observation) -> None:
+        self.calls = [call]
+        self.exacts = [observation.exact]
+        self.observations = [observation]
+
+
 class _ToolOutputs:
     """The outputs one tool has returned, bounded: failures by shape, others by skeleton.
 
@@ -35,7 +47,7 @@ class _ToolOutputs:
 
     def __init__(self, capacity: int) -> None:
         self._failures: BoundedMap[int, None] = BoundedMap(capacity)
-        self._outputs: BoundedMap[int, list[tuple[int, Observation]]] = BoundedMap(capacity)
+        self._outputs: BoundedMap[int, _Bucket] = BoundedMap(capacity)
 
     def contains_and_add(self, observation: Observation, call: int) -> bool:
         """Whether this tool already returned ``observation``; then remember it."""
@@ -45,20 +57,23 @@ class _ToolOutputs:
             return known
         bucket = self._outputs.get(observation.skeleton)
         if bucket is None:
-            self._outputs.put(observation.skeleton, [(call, observation)])
+            self._outputs.put(observation.skeleton, _Bucket(call, observation))
             return False
-        exact = observation.exact
-        known = stored = False
-        for key, earlier in bucket:
-            if earlier.exact == exact:
-                known = True
-                stored = stored or key == call
-            elif key == call and not known and observation.same_as(earlier):
-                known = True
-        if not stored:
-            bucket.append((call, observation))
-            if len(bucket) > _BUCKET:
-                del bucket[0]
+        exact, calls, exacts = observation.exact, bucket.calls, bucket.exacts
+        if exact in exacts:
+            if any(calls[index] == call for index, earlier in enumerate(exacts) if earlier == exact):
+                return True  # this very output of this call is already stored
+            known = True
+        else:
+            # Volatile parts are normalised only against earlier results of the same call.
+            known = call in calls and any(
+                key == call and observation.same_as(earlier) for key, earlier in zip(calls, bucket.observations)
+            )
+        calls.append(call)
+        exacts.append(exact)
+        bucket.observations.append(observation)
+        if len(calls) > _BUCKET:
+            del calls[0], exacts[0], bucket.observations[0]
         return known
 
 
@@ -96,7 +111,9 @@ class NoProgress:
         repeated_output = seen.contains_and_add(observation, record.signature.key)
 
         kind = "same_output"
-        identical = observation.same_as(stats.last)
+        last = stats.last
+        # same_as, with its cheap tests inline (most results differ from the last in skeleton).
+        identical = last is not None and (last.exact == observation.exact or (last.skeleton == observation.skeleton and observation.same_as(last)))
         if observation.error:
             stale = repeated_output
             kind = "same_failure"
@@ -122,7 +139,7 @@ class NoProgress:
 
         if kind != "stalled_poll":
             stats.polling = False
-        stats.advancing = not observation.error and not observation.empty and stats.last is not None and not identical
+        stats.advancing = not observation.error and not observation.empty and last is not None and not identical
         stats.last = observation
         stats.last_failure = observation.failure_class
         stats.results += 1
