@@ -289,13 +289,14 @@ class Observation:
         if error:
             self.empty = False
         elif len(lowered) <= _EMPTY_MAX:
-            # Empty: blank, an empty container, or "no results"-like. Every empty phrase holds
-            # one of the words tested ("nothing" and "none" hold "no"): a cheap necessary test
-            # before the regular expression.
-            folded = " ".join(lowered.split())
-            self.empty = folded in _EMPTY_LITERALS or (
-                len(folded) <= 120
-                and ("no" in folded or "0" in folded or "zero" in folded or "empty" in folded)
+            # Empty: blank, an empty container, or "no results"-like. No literal holds a space,
+            # so stripping is as good as folding whitespace for them; every empty phrase holds
+            # one of the words tested ("nothing" and "none" hold "no"), a cheap necessary test
+            # before the whitespace is folded and the regular expression runs.
+            stripped = lowered.strip()
+            self.empty = stripped in _EMPTY_LITERALS or (
+                ("no" in stripped or "0" in stripped or "zero" in stripped or "empty" in stripped)
+                and len(folded := " ".join(stripped.split())) <= 120
                 and _EMPTY_PHRASE.match(folded) is not None
             )
         else:
