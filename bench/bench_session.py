@@ -62,6 +62,18 @@ def run_once(guard: Guard, pairs: list[tuple[ToolCall, ToolResult]]) -> float:
     return time.perf_counter() - start
 
 
+def reference_loop() -> float:
+    """µs for a fixed pure-Python workload (10,000 dict look-ups, additions and appends):
+    how fast the machine is at the moment, so figures from different runs can be compared."""
+    table = {index: index for index in range(64)}
+    started = time.perf_counter()
+    total, out = 0, []
+    for index in range(10_000):
+        total += table.get(index & 63, 0)
+        out.append(total)
+    return (time.perf_counter() - started) * 1e6
+
+
 def timed_rounds(guard: Guard, rounds: int) -> dict[int, list[float]]:
     """µs per step for every length, measured in interleaved rounds.
 
@@ -78,8 +90,10 @@ def timed_rounds(guard: Guard, rounds: int) -> dict[int, list[float]]:
     gc.collect()
     gc.freeze()
     timings: dict[int, list[float]] = {count: [] for count in LENGTHS}
+    timings[0] = []  # the reference loop, timed in every round
     try:
         for _ in range(rounds):
+            timings[0].append(min(reference_loop() for _ in range(20)))
             for count, pairs in traces.items():
                 repeats = max(1, 10_000 // count)
                 elapsed = sum(run_once(guard, pairs) for _ in range(repeats))
@@ -137,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     for count in LENGTHS:
         memory = session_memory_mb(guard, count)
         print(f"{count:>8} {statistics.median(timings[count]):>9.2f} {min(timings[count]):>7.2f} {ratios[count]:>6.2f}x {memory:>11.3f}")
+    print(f"machine speed: the reference loop (bench_session.reference_loop) took {statistics.median(timings[0]):.0f} µs (median of the rounds)")
     print(replay_tau_bench())
     return 0
 

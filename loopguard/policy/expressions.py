@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 import jmespath
+import jmespath.visitor
 import jmespath.exceptions
 import jmespath.functions
 import simpleeval
@@ -55,12 +56,17 @@ class CompiledMatch:
     _compiled: Any = field(repr=False, compare=False)
 
     def search(self, document: Mapping[str, Any]) -> Any:
-        return self._compiled.search(document)
+        # ParsedResult.search builds a new interpreter (and its function table) on every
+        # call; the interpreter keeps no state between searches, so one is shared.
+        return _INTERPRETER.visit(self._compiled.parsed, document)
 
     def test(self, document: Mapping[str, Any]) -> bool:
         """True when the expression's value is truthy (raises on evaluation errors)."""
-        value = self._compiled.search(document)
+        value = _INTERPRETER.visit(self._compiled.parsed, document)
         return value not in (None, False, "", [], {})
+
+
+_INTERPRETER = jmespath.visitor.TreeInterpreter()
 
 
 _JMESPATH_FUNCTIONS = jmespath.functions.Functions().FUNCTION_TABLE
