@@ -275,7 +275,8 @@ class Session:
             policy = self._source.current  # _current_policy, inline: this runs per step
             if policy is not self._adopted:
                 self._adopt(policy)
-            record, carried = self._take_in_flight(call)
+            found = self._in_flight.pop(call.id, None) if call.id is not None else None  # the usual case, inline
+            record, carried = found if found is not None else self._take_in_flight(call)
             self._steps += 1
             run, turn = self.run, self.turn
             run.steps += 1
@@ -542,10 +543,7 @@ class Session:
         return None
 
     def _take_in_flight(self, call: ToolCall) -> tuple[CallRecord, tuple[Signal, ...]]:
-        if call.id is not None:
-            found = self._in_flight.pop(call.id, None)
-            if found is not None:
-                return found
+        """The pending call a result belongs to, for a result without a known call id."""
         signature = signature_of(call.name, call.arguments)
         found = self._in_flight.pop(("signature", signature.key), None)
         if found is not None:
