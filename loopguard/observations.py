@@ -111,12 +111,6 @@ def _normalize(text: str) -> str:
     return " ".join(tokens)
 
 
-def fingerprint(text: str) -> int:
-    """Digest of a normalised text (Python's string hash: stable within a process, which is
-    all a session needs)."""
-    return hash(text)
-
-
 _EMPTY_LITERALS = frozenset({"", "[]", "{}", "null", "none", "nil", "n/a", '""', "''", "[[]]", "no", "nothing", "empty"})
 _EMPTY_PHRASE = re.compile(
     r"^\W*(?:(?:no|zero|0)\s+(?:\w+\s+){0,2}?(?:results?|rows?|items?|records?|matches|entries|hits|data|output|documents?|files?|pages?|"

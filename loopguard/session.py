@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections import OrderedDict, deque
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from .calls import ModelUsage, ToolCall, ToolResult
 from .counters import Counters, check_budgets
