@@ -73,6 +73,7 @@ def replay(*extra: str) -> tuple[dict[str, float], list[dict]]:
     return rewards, report["runs"]
 
 
+@pytest.mark.shared_data
 @pytest.mark.parametrize("profile", [None, "prod"])
 def test_tau_bench_successful_runs_are_left_alone(profile: str | None) -> None:
     rewards, runs = replay(*(["--profile", profile] if profile else []))
@@ -98,6 +99,7 @@ def test_tau_bench_successful_runs_are_left_alone(profile: str | None) -> None:
     assert blocks == [("task13-trial2", 6, "detector:failure")]
 
 
+@pytest.mark.shared_data
 def test_tau_bench_failed_runs_are_caught() -> None:
     """The same rules do fire on failed runs: unconfirmed writes and search sprees."""
     rewards, runs = replay()

@@ -313,6 +313,7 @@ def real_policy(source: str = "builtin:default") -> Any:
     return load_policy(source)
 
 
+@pytest.mark.shared_data
 def test_integration_cases_with_default_policy(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["replay", str(CASES / "basic.json"), str(CASES / "incidents.json"), "--json"])
     document = json.loads(capsys.readouterr().out)
@@ -326,6 +327,7 @@ def test_integration_cases_with_default_policy(capsys: pytest.CaptureFixture[str
             assert 0 <= entry["step"] < run["steps"]
 
 
+@pytest.mark.shared_data
 def test_integration_text_mode_has_judged_column(capsys: pytest.CaptureFixture[str]) -> None:
     main(["replay", str(CASES / "basic.json")])
     out = capsys.readouterr().out
@@ -333,6 +335,7 @@ def test_integration_text_mode_has_judged_column(capsys: pytest.CaptureFixture[s
     assert out.splitlines()[-1].startswith("7 runs: ")
 
 
+@pytest.mark.shared_data
 def test_integration_tau_bench_replays_every_run() -> None:
     reports = replay_file(real_policy(), TAU)
     assert len(reports) == 200 and all(report.error is None for report in reports)

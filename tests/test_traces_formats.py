@@ -192,6 +192,7 @@ def test_chat_errors_name_the_message() -> None:
     assert str(run.error) == "<memory>: run 'c': message 0: tool call 0: 'function.name' must be a non-empty string, got null"
 
 
+@pytest.mark.shared_data
 def test_tau_bench_file() -> None:
     runs = read_trace(TAU)
     assert len(runs) == 200
@@ -207,6 +208,7 @@ def test_tau_bench_file() -> None:
     assert len(results) == 1164 and all(result.result.error is None for result in results)
 
 
+@pytest.mark.shared_data
 @pytest.mark.parametrize(("name", "count"), [("basic.json", 7), ("incidents.json", 12)])
 def test_cases_files(name: str, count: int) -> None:
     runs = read_trace(CASES / name)
@@ -216,6 +218,7 @@ def test_cases_files(name: str, count: int) -> None:
     assert all("label" in run.meta for run in runs)
 
 
+@pytest.mark.shared_data
 def test_cases_handoff_triangle_and_transfer_pingpong() -> None:
     basic = {run.run_id: run for run in read_trace(CASES / "basic.json")}
     assert kinds(basic["basic-handoff-triangle"].items) == ["TraceHandoff"] * 6
