@@ -20,11 +20,12 @@ rows time, without any graph:
 * the engine alone: ``Session.observe_user_message``, ``observe_model_call``,
   ``before_batch`` and ``after_call``, which the hooks call (the floor for any adapter).
 
-Run: ``python bench/bench_middleware.py [runs]`` (default 400 runs of each agent).
+Run: ``python bench/bench_middleware.py [runs]`` (default 400 runs of each agent; ``--help``).
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -193,8 +194,10 @@ def engine_only(runs: int) -> list[float]:
     return per_call
 
 
-def main() -> int:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 400
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="?", type=int, default=400, help="runs of each agent (default 400)")
+    runs = parser.parse_args(argv).runs
     times = end_to_end(runs)
     plain, noop, guarded = times["plain"], times["no-op"], times["guarded"]
     hooks = hooks_only(runs * 5)
