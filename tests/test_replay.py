@@ -258,6 +258,7 @@ def test_cli_json_document(fake_cli: None, tmp_path: Path, capsys: pytest.Captur
         "errors": 0,
         "verdicts": {"continue": 1, "warn": 0, "replan": 0, "pause": 0, "stop": 1},
         "intervened": 1,
+        "ruled_calls": 0,
         "judged": {"ok": 2},
     }
 
@@ -354,6 +355,10 @@ def test_integration_rule_verdict_is_recorded_at_its_step(tmp_path: Path, capsys
     [run] = json.loads(capsys.readouterr().out)["runs"]
     blocked = [entry for entry in run["decisions"] if entry["verdict"] == "block"]
     assert blocked and blocked[0]["step"] == 1 and blocked[0]["rule"] == "shell-disabled"
+    main(["replay", trace, "--policy", str(policy)])
+    text = capsys.readouterr().out
+    assert "    = step 1: shell → block (rule shell-disabled)" in text
+    assert text.rstrip().endswith("1 run: 1 continue; 0 intervened; 0 errors; 1 call decided by rules or budgets")
 
 
 def test_integration_bad_policy_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

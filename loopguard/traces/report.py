@@ -190,8 +190,10 @@ class RunReport:
 
 
 def summarize(reports: Iterable[RunReport]) -> dict[str, Any]:
-    """``{"runs", "errors", "verdicts": {action: count}, "intervened"}`` (plus ``"judged":
-    {judgement: count}`` when some runs are labelled). Runs with errors count only in
+    """``{"runs", "errors", "verdicts": {action: count}, "intervened", "ruled_calls"}`` (plus
+    ``"judged": {judgement: count}`` when some runs are labelled). ``intervened`` counts runs
+    that reached ``replan`` or a more severe action; ``ruled_calls`` counts pending calls a
+    rule or budget answered, cancelled, blocked or refused. Runs with errors count only in
     ``runs`` and ``errors``."""
     runs = list(reports)
     good = [report for report in runs if report.error is None]
@@ -202,10 +204,18 @@ def summarize(reports: Iterable[RunReport]) -> dict[str, Any]:
         "verdicts": {action.value: verdicts.get(action.value, 0) for action in GuardAction},
         "intervened": sum(1 for report in good if report.first_intervention is not None),
     }
+    summary["ruled_calls"] = sum(1 for report in good for entry in report.decisions if _decided_by_policy(entry.decision))
     judged = Counter(expected.judged for report in good if (expected := report.expected) is not None)
     if judged:
         summary["judged"] = dict(sorted(judged.items()))
     return summary
+
+
+def _decided_by_policy(decision: Any) -> bool:
+    """A pending call that a rule or a budget kept from running as asked (answered,
+    cancelled, blocked, unavailable, budget spent): the policy at work, not a stuck run."""
+    rule = decision.verdict.rule
+    return decision.phase == "before_call" and decision.verdict.kind is not VerdictKind.ALLOW and bool(rule) and not rule.startswith("detector:")
 
 
 def render_text(reports: list[RunReport]) -> str:
@@ -231,7 +241,7 @@ def render_text(reports: list[RunReport]) -> str:
         for entry in report.decisions:
             decision = entry.decision
             # Rule and budget verdicts are policy at work, not a stuck run: list them too.
-            if decision.phase == "before_call" and decision.verdict.kind is not VerdictKind.ALLOW and decision.verdict.rule and not decision.verdict.rule.startswith("detector:"):
+            if _decided_by_policy(decision):
                 lines.append(f"    = step {entry.step}: {decision.tool} → {decision.verdict.kind.value} (rule {decision.verdict.rule})")
     lines.append(summary_line(summarize(reports)))
     return "\n".join(lines)
@@ -249,6 +259,9 @@ def summary_line(summary: dict[str, Any]) -> str:
     text = f"{summary['runs']} run{'s' if summary['runs'] != 1 else ''}"
     text += f": {', '.join(counts)}" if counts else ""
     text += f"; {summary['intervened']} intervened; {summary['errors']} error{'s' if summary['errors'] != 1 else ''}"
+    ruled = summary.get("ruled_calls", 0)
+    if ruled:
+        text += f"; {ruled} call{'s' if ruled != 1 else ''} decided by rules or budgets"
     judged = summary.get("judged")
     if judged:
         text += "; judged: " + ", ".join(f"{count} {name}" for name, count in judged.items())
