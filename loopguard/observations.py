@@ -250,10 +250,9 @@ def classify_failure(text: str) -> str:
 # Lowercased text without digits, the letters a-f and whitespace: outputs that differ only
 # in volatile parts (numbers, hex ids, UUIDs, timestamps) or spacing share it, so the
 # costly normalisation runs only when two outputs already share a skeleton. Deleting bytes
-# from UTF-8 is several times faster than str.translate.
-_SKELETON_DELETE = b"0123456789abcdef \t\n\r\x0b\x0c"
-#: Outputs longer than this are never "empty" (the empty phrases are short).
-_EMPTY_MAX = 1024
+# is several times faster than str.translate. The whitespace deleted is every ASCII
+# character str.split() splits on (the file and group separators \x1c-\x1f included).
+_SKELETON_DELETE = b"0123456789abcdef" + bytes(code for code in range(128) if chr(code).isspace())
 
 
 class Observation:
@@ -277,12 +276,15 @@ class Observation:
         self._tail = hash(text[MAX_COMPARED:]) if len(text) > MAX_COMPARED else None
         self.text = text[:MAX_COMPARED]
         lowered = self.text.lower()
-        self.skeleton = hash(lowered.encode("utf-8", "surrogatepass").translate(None, _SKELETON_DELETE))
+        if lowered.isascii():
+            self.skeleton = hash(lowered.encode("ascii").translate(None, _SKELETON_DELETE))
+        else:  # whitespace beyond ASCII (no-break spaces, ...) is dropped as normalisation folds it
+            self.skeleton = hash("".join(lowered.split()).encode("utf-8", "surrogatepass").translate(None, _SKELETON_DELETE))
         self.error = error
         self.failure_class = failure_class
         if error:
             self.empty = False
-        elif len(lowered) <= _EMPTY_MAX:
+        else:
             # Empty: blank, an empty container, or "no results"-like. No literal holds a space,
             # so stripping is as good as folding whitespace for them; every empty phrase holds
             # one of the words tested ("nothing" and "none" hold "no"), a cheap necessary test
@@ -293,8 +295,6 @@ class Observation:
                 and len(folded := " ".join(stripped.split())) <= 120
                 and _EMPTY_PHRASE.match(folded) is not None
             )
-        else:
-            self.empty = not lowered.strip()
         self._fingerprint: int | None = None
         self.shape = _failure_shape(self.text, self._tail is not None) if error else 0
 
