@@ -170,7 +170,8 @@ _RETRYABLE_CODES = frozenset({408, 425, 429, 500, 502, 503, 504})
 # A status code counts only at the start of the output (with its reason phrase, below) or
 # right after a status word, so "page 1401" and "401 rows" in a sentence are not failures.
 _THREE_DIGITS = re.compile(r"\b[1-5]\d\d\b")
-_STATUS_AFTER_WORD = re.compile(r"\b(?:http(?:/\d(?:\.\d)?)?|status(?:[ _]code)?|error(?:[ _]code)?|code|response)\W{0,3}\b([1-5]\d\d)\b")
+# Up to three non-word characters between word and number, and a line break after them.
+_STATUS_AFTER_WORD = re.compile(r"\b(?:http(?:/\d(?:\.\d)?)?|status(?:[ _]code)?|error(?:[ _]code)?|code|response)\W{0,3}\n?\b([1-5]\d\d)\b")
 # At the very start of an output a number is a status code only with its reason phrase
 # ("403 Forbidden", "503 Service Unavailable"), so "401 rows exported" is not a failure.
 _REASON_PHRASE = re.compile(

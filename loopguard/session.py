@@ -66,14 +66,26 @@ def _text(value: Any, fallback: str = "?") -> str:
         return fallback
 
 
+def _call_id(value: Any) -> Any:
+    """A call id usable as a key: ``None``, or the id itself when it is hashable, else its text."""
+    if value is None or type(value) is str:
+        return value
+    try:
+        hash(value)
+        return value
+    except Exception:
+        return _text(value)
+
+
 def _as_call(call: Any) -> ToolCall:
     """A ToolCall from a ToolCall or a LangChain-style mapping ``{"name", "args", "id"}``."""
     if isinstance(call, ToolCall):
-        if type(call.name) is str and (call.agent is None or type(call.agent) is str):
+        if type(call.name) is str and (call.agent is None or type(call.agent) is str) and (call.id is None or type(call.id) is str):
             return call
-        return ToolCall(_text(call.name, "<tool>"), call.arguments, call.id, None if call.agent is None else _text(call.agent))
+        return ToolCall(_text(call.name, "<tool>"), call.arguments, _call_id(call.id), None if call.agent is None else _text(call.agent))
     if isinstance(call, dict) and "name" in call:
-        return ToolCall(_text(call["name"], "<tool>"), call.get("args", call.get("arguments", {})), call.get("id"), call.get("agent"))
+        agent = call.get("agent")
+        return ToolCall(_text(call["name"], "<tool>"), call.get("args", call.get("arguments", {})), _call_id(call.get("id")), None if agent is None else _text(agent))
     raise TypeError(f"a tool call must be a loopguard.ToolCall or a mapping with 'name', got {type(call).__name__}")
 
 
@@ -243,7 +255,7 @@ class Session:
 
     def before_call(self, call: ToolCall) -> Decision:
         """Decide one pending tool call before it runs (rules, budgets, then detectors)."""
-        if type(call) is not ToolCall or type(call.name) is not str or call.agent is not None:
+        if type(call) is not ToolCall or type(call.name) is not str or call.agent is not None or (call.id is not None and type(call.id) is not str):
             call = _as_call(call)  # the checks above are _as_call's fast path, inline: this runs per step
         with self._lock:
             policy = self._source.current  # _current_policy, inline: this runs per step
@@ -267,7 +279,7 @@ class Session:
 
         ``result`` may be a :class:`ToolResult` or the bare output.
         """
-        if type(call) is not ToolCall or type(call.name) is not str or call.agent is not None:
+        if type(call) is not ToolCall or type(call.name) is not str or call.agent is not None or (call.id is not None and type(call.id) is not str):
             call = _as_call(call)  # the checks above are _as_call's fast path, inline: this runs per step
         if type(result) is not ToolResult:
             result = _as_result(result)
@@ -281,6 +293,12 @@ class Session:
             run, turn = self.run, self.turn
             run.steps += 1
             turn.steps += 1
+            signatures = self._memory.signatures
+            known = signatures.get(record.signature.key)
+            if known is None:
+                signatures.put(record.signature.key, record.stats)
+            elif known is not record.stats:
+                record.stats = known  # another call of this signature got its result first
             observation = record.observation = observe(result.output, result.error)
             if observation.error:
                 run.failures += 1
@@ -362,11 +380,10 @@ class Session:
 
     def _record(self, call: ToolCall, profile: ToolProfile) -> CallRecord:
         signature = signature_of(call.name, call.arguments)
-        signatures = self._memory.signatures
-        stats = signatures.get(signature.key)
-        if stats is None:
-            stats = SignatureStats()
-            signatures.put(signature.key, stats)
+        # A signature not seen before gets fresh stats that join the run memory only when its
+        # result arrives (after_call): pending calls that never return must not push out
+        # the history of calls that did.
+        stats = self._memory.signatures.get(signature.key) or SignatureStats()
         record = CallRecord(self._calls, self._steps, signature, stats, profile.kind, call.agent, profile.pending_patience)
         if profile.hands_off:
             record.handoff_target = _handoff_target(signature.arguments)
@@ -439,10 +456,12 @@ class Session:
         # Remember the call until its result: by id, else by signature. Results that never
         # come back must not grow memory: the oldest pending calls are forgotten.
         in_flight = self._in_flight
-        in_flight[call.id if call.id is not None else ("signature", record.signature.key)] = (
+        key = call.id if call.id is not None else ("signature", record.signature.key)
+        in_flight[key] = (
             record,
             tuple([signal for signal in signals if signal.detector in _CARRIED]) if signals else (),
         )
+        in_flight.move_to_end(key)  # a re-issued call (same id) is the newest again
         if len(in_flight) > _IN_FLIGHT_LIMIT:
             in_flight.popitem(last=False)
         return decision
@@ -461,26 +480,21 @@ class Session:
         else:
             step = record.step if phase == "before_call" else self._steps - 1
             tool, call_index = record.signature.tool, record.index
-        if signals or minimum is not _CONTINUE:
-            signals = tuple(signals)  # type: ignore[assignment]
-            risk = policy.risk_of(signals)  # type: ignore[arg-type]
-            action = GuardAction.most_severe(policy.action_for(risk), minimum)
-            severity = _SEVERITY[action._value_]
-            if severity >= _REPLAN_SEVERITY and phase == "before_call":  # only a pending call gets a detector verdict
-                verdict = _detector_verdict(action, signals, verdict)  # type: ignore[arg-type]
-        else:
-            # Most steps: no signal. Positional arguments: a Decision is built on every step.
-            action = policy.quiet_action
-            decision = Decision(step, phase, action, 0.0, (), verdict, verdict.rule, policy.revision, policy.mode, tool, call_index)
+        if not signals and minimum is _CONTINUE and policy.quiet_action is _CONTINUE:
+            # Most steps: no signal, nothing to do. Positional arguments: a Decision is built on every step.
+            decision = Decision(step, phase, _CONTINUE, 0.0, (), verdict, verdict.rule, policy.revision, policy.mode, tool, call_index)
             self._decisions.append(decision)
             if policy.logs_decisions:
                 record_decision(policy, self.run_id, decision, self.thread_id)
-            if action is _CONTINUE:
-                if self.worst is None:
-                    self.worst = decision
-                return decision
-            severity = _SEVERITY[action._value_]
-            return self._note_severity(decision, severity)
+            if self.worst is None:
+                self.worst = decision
+            return decision
+        signals = tuple(signals)  # type: ignore[assignment]
+        risk = policy.risk_of(signals)  # type: ignore[arg-type]
+        action = GuardAction.most_severe(policy.action_for(risk), minimum)
+        severity = _SEVERITY[action._value_]
+        if severity >= _REPLAN_SEVERITY and phase == "before_call":  # only a pending call gets a detector verdict
+            verdict = _detector_verdict(action, signals, verdict)  # type: ignore[arg-type]
         decision = Decision(step, phase, action, risk, signals, verdict, verdict.rule, policy.revision, policy.mode, tool, call_index)  # type: ignore[arg-type]
         self._decisions.append(decision)
         if policy.logs_decisions:

@@ -231,7 +231,10 @@ def _flat_copy(arguments: Any) -> dict[str, Any] | None:
 def signature_of(tool: str, arguments: Any) -> Signature:
     """Compute the signature of a call to ``tool`` with ``arguments`` (never raises)."""
     if type(tool) is not str:
-        tool = str(tool)
+        try:
+            tool = str(tool)
+        except Exception:
+            tool = "<tool>"
     parsed = arguments if type(arguments) is dict else parse_arguments(arguments)
     canonical = _flat_copy(parsed)  # the common case skips the recursive walk and the JSON text
     if canonical is None:

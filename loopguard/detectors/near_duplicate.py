@@ -82,12 +82,17 @@ def _words(text: str) -> frozenset[str]:
 
 
 def _number(value: Any) -> float | None:
+    """A range bound as a float, or None (never raises: "①" is a digit to str.isdigit but
+    not a number to float, and 2**1024 overflows a float)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return float(value)
+    try:
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return float(value)
+    except (ValueError, OverflowError):
+        pass
     return None
 
 
@@ -130,8 +135,7 @@ def shape_of(record: CallRecord) -> _Shape:
         if lowered in _THROWAWAY_KEYS or (span is not None and lowered in _RANGE_KEYS):
             continue
         if isinstance(value, str):
-            stripped = value.strip()
-            if _may_be_volatile(stripped) and _VOLATILE_VALUE.match(stripped):
+            if _is_volatile(value.strip()):
                 continue
             if " " in value.strip():
                 text_keys.append(key)
@@ -142,10 +146,15 @@ def shape_of(record: CallRecord) -> _Shape:
     return _Shape(record.signature.key, structure, frozenset(words), span)
 
 
-def _may_be_volatile(value: str) -> bool:
-    """A cheap necessary test for ``_VOLATILE_VALUE``: a UUID is 36 long with dashes, hex ids
-    and digit runs are alphanumeric, timestamps hold a colon."""
-    return len(value) >= 10 and (value.isalnum() or ":" in value or (len(value) == 36 and "-" in value))
+def _is_volatile(value: str) -> bool:
+    """A throwaway value (UUID, hex id, digit run, timestamp), with a cheap necessary test
+    first: a UUID is 36 long with dashes, hex ids and digit runs are alphanumeric,
+    timestamps hold a colon."""
+    return (
+        len(value) >= 10
+        and (value.isalnum() or ":" in value or (len(value) == 36 and "-" in value))
+        and _VOLATILE_VALUE.match(value) is not None
+    )
 
 
 def _plain(arguments: Any) -> bool:
@@ -155,11 +164,7 @@ def _plain(arguments: Any) -> bool:
     for key, value in arguments.items():
         kind = type(value)
         if kind is str:
-            if " " in value or (
-                len(value) >= 10  # _may_be_volatile, inline
-                and (value.isalnum() or ":" in value or (len(value) == 36 and "-" in value))
-                and _VOLATILE_VALUE.match(value) is not None
-            ):
+            if " " in value or (len(value) >= 10 and _is_volatile(value.strip())):
                 return False
         elif kind is not int and kind is not bool and value is not None:
             return False

@@ -216,7 +216,7 @@ class CompiledPolicy:
             risk = 1.0 - remaining
         else:
             risk = max([signal.score for signal in signals])
-        if len(signals) > 1 and self._escalations:  # an escalation names two detectors or more
+        if self._escalations:
             active = {signal.detector for signal in signals}
             for detectors, escalated in self._escalations:
                 if escalated > risk and detectors <= active:

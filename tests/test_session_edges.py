@@ -1,0 +1,111 @@
+"""Edge cases of the session's hot path, each found by differential fuzzing of the per-step
+rewrite against the earlier implementation: the decisions here are the earlier ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopguard import Guard, ToolCall, ToolResult, load_policy_text
+from loopguard.observations import observe, status_code
+
+
+def default_session():
+    return Guard.from_policy("builtin:default").session(run_id="edges")
+
+
+def signals(decision) -> list[tuple[str, str]]:
+    return [(signal.detector, signal.kind) for signal in decision.signals]
+
+
+def test_calls_without_results_do_not_push_out_the_history_of_calls_that_had_them() -> None:
+    session = default_session()
+    deploy = ToolCall("deploy", {"env": "prod"})
+    for _ in range(2):
+        session.before_call(deploy)
+        session.after_call(deploy, ToolResult("Error: 503 service unavailable"))
+    for index in range(512):  # pending calls whose results never come
+        session.before_call(ToolCall("probe", {"i": index}))
+    for _ in range(4):
+        decision = session.before_call(deploy)
+        session.after_call(deploy, ToolResult("Error: 503 service unavailable"))
+    assert (decision.action.value, decision.risk, decision.verdict.kind.value) == ("replan", 0.75, "block")
+    assert signals(decision) == [("no_progress", "same_failure"), ("failure", "retry_of_retryable_failure")]
+
+
+def test_a_reissued_pending_call_is_the_newest_in_flight() -> None:
+    session = default_session()
+    fetch = ToolCall("fetch", {"url": "a"})
+    session.before_call(fetch)
+    for index in range(1020):
+        session.before_call(ToolCall("probe", {"i": index}))
+    for _ in range(3):
+        session.before_call(fetch)
+    for index in range(1020, 1024):
+        session.before_call(ToolCall("probe", {"i": index}))
+    decision = session.after_call(fetch, ToolResult("page a"))
+    assert (decision.action.value, decision.risk, decision.call_index) == ("warn", 0.6, 1023)
+    assert signals(decision) == [("repeat", "identical_call")]
+
+
+def test_an_escalation_may_name_one_detector_twice() -> None:
+    policy = load_policy_text("version: 1\nextends: builtin:default\nscoring:\n  escalate:\n    - {when: [repeat, repeat], risk: 0.99}\n")
+    session = Guard.from_policy(policy).session(run_id="edges")
+    call = ToolCall("a", {})
+    for _ in range(2):
+        session.before_call(call)
+        session.after_call(call, ToolResult("x"))
+    decision = session.before_call(call)
+    assert (decision.action.value, decision.risk, decision.verdict.kind.value) == ("stop", 0.99, "block")
+
+
+def test_thresholds_at_zero_stop_and_block_the_first_call() -> None:
+    policy = load_policy_text("version: 1\nextends: builtin:default\nthresholds: {warn: 0.0, replan: 0.0, pause: 0.0, stop: 0.0}\n")
+    decision = Guard.from_policy(policy).session(run_id="edges").before_call(ToolCall("a", {}))
+    assert (decision.action.value, decision.risk, decision.verdict.kind.value) == ("stop", 0.0, "block")
+    assert decision.verdict.payload()["type"] == "guard_stop"
+
+
+def test_a_status_code_on_the_line_after_its_status_word() -> None:
+    assert status_code("status: \r\n404 not found") == 404
+    assert status_code("http/1.1\r\n\r\n503") == 503
+    assert status_code("status:  \r\n 404") is None  # more than three non-word characters before the line break
+    failure = observe("Status: \r\n404 Not Found")
+    assert (failure.error, failure.failure_class) == (True, "permanent")
+
+
+def test_a_throwaway_value_with_a_trailing_newline_is_still_throwaway() -> None:
+    session = default_session()
+    for value in ["1234567890\n", "1234567891\n", "1234567892\n"]:
+        decision = session.before_call(ToolCall("lookup", {"id": value}))
+    assert (decision.action.value, decision.risk) == ("warn", 0.6)
+    assert signals(decision) == [("near_duplicate", "reworded_call")]
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\u3000", "\x1c", "\x85", "  \n "])
+def test_outputs_that_differ_only_in_whitespace_are_the_same(space: str) -> None:
+    assert observe("found 3 files").same_as(observe(f"found{space}3 files"))
+
+
+@pytest.mark.parametrize("text", ["[]" + " " * 1023, "no results" + "\n" * 1100, "  \n\t "])
+def test_blank_padded_empty_outputs_are_empty(text: str) -> None:
+    assert observe(text).empty is True
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"offset": "①"}, {"page": "²"}, {"page": 2**1024 - 1}, {"view_range": [0, 2**1024 - 1]}],
+    ids=["circled-digit", "superscript", "huge-page", "huge-range"],
+)
+def test_odd_range_values_never_raise(arguments: dict) -> None:
+    session = default_session()
+    call = ToolCall("read", arguments)
+    assert session.before_call(call).action.value == "continue"
+    assert session.after_call(call, ToolResult("text")).action.value == "continue"
+
+
+def test_an_unhashable_call_id_is_used_as_text() -> None:
+    session = default_session()
+    call = ToolCall("read", {}, id=["x"])  # type: ignore[arg-type]
+    assert session.before_call(call).action.value == "continue"
+    decision = session.after_call(call, ToolResult("text"))
+    assert (decision.action.value, decision.call_index) == ("continue", 0)
