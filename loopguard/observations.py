@@ -199,7 +199,11 @@ _EXIT_CODE = re.compile(r"\[?exit(?:ed)?(?: with)? (?:code|status)[:= ]*([1-9]\d
 
 def status_code(text: str) -> int | None:
     """The HTTP-like status code the output reports, if any (only in a status context)."""
-    head = text[:300].lower()
+    return _status_code_of(text[:300].lower())
+
+
+def _status_code_of(head: str) -> int | None:
+    """:func:`status_code` of an output's lowercased first 300 characters."""
     lead = head.lstrip(_LEADING)
     if lead[:1].isdigit():
         match = _THREE_DIGITS.match(lead)
@@ -214,21 +218,24 @@ def status_code(text: str) -> int | None:
 
 def looks_like_error(text: str, output: Any = None) -> bool:
     """Infer a failure when the result carries no error flag."""
+    return _inferred_failure(text[:300].lower(), text[-200:].lower(), output)
+
+
+def _inferred_failure(head: str, tail: str, output: Any) -> bool:
+    """:func:`looks_like_error` of an output's lowercased first 300 and last 200 characters."""
     if isinstance(output, dict):
         flag = output.get("error")
         if flag not in (None, False, "", 0):
             return True
-    head = text[:300].lower()
     # For ASCII text a cheap exact test runs first: the first word character of an output
     # that starts like an error begins one of _ERROR_START's words.
     if (not head.isascii() or head.lstrip(_ASCII_NON_WORD)[:1] in _ERROR_INITIALS) and _ERROR_START.match(head) is not None:
         return True
     if ("context" in head or "token" in head or "prompt" in head) and _CONTEXT_OVERFLOW.search(head):
         return True
-    code = status_code(head)
+    code = _status_code_of(head)
     if code is not None and code >= 400:
         return True
-    tail = text[-200:].lower()
     return "xit" in tail and _EXIT_CODE.search(tail) is not None
 
 
@@ -272,11 +279,13 @@ class Observation:
 
     __slots__ = ("text", "exact", "skeleton", "empty", "error", "failure_class", "shape", "_tail", "_fingerprint")
 
-    def __init__(self, text: str, error: bool, failure_class: str | None) -> None:
+    def __init__(self, text: str, error: bool, failure_class: str | None, lowered: str | None = None) -> None:
+        """``lowered`` is ``text[:MAX_COMPARED].lower()`` when the caller has it already."""
         self.exact = hash(text)
         self._tail = hash(text[MAX_COMPARED:]) if len(text) > MAX_COMPARED else None
         self.text = text[:MAX_COMPARED]
-        lowered = self.text.lower()
+        if lowered is None:
+            lowered = self.text.lower()
         if lowered.isascii():
             self.skeleton = hash(lowered.encode("ascii").translate(None, _SKELETON_DELETE))
         else:  # whitespace beyond ASCII (no-break spaces, ...) is dropped as normalisation folds it
@@ -329,6 +338,11 @@ def observe(output: Any, error: bool | None = None) -> Observation:
         text = output if type(output) is str else output_text(output)
         if (text.startswith(_PAYLOAD_STARTS) or isinstance(output, dict)) and is_refusal(text, output):
             return Observation(text, True, REFUSED)
+        if text.isascii() and len(text) <= MAX_COMPARED:
+            # Lowercased once for both readings (for ASCII, slicing and lowercasing commute).
+            lowered = text.lower()
+            failed = _inferred_failure(lowered[:300], lowered[-200:], output) if error is None else bool(error)
+            return Observation(text, failed, classify_failure(text) if failed else None, lowered)
         failed = looks_like_error(text, output) if error is None else bool(error)
         return Observation(text, failed, classify_failure(text) if failed else None)
     except Exception:
