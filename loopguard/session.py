@@ -255,13 +255,9 @@ class Session:
 
     def before_call(self, call: ToolCall) -> Decision:
         """Decide one pending tool call before it runs (rules, budgets, then detectors)."""
-        if type(call) is not ToolCall or type(call.name) is not str or call.agent is not None or (call.id is not None and type(call.id) is not str):
-            call = _as_call(call)  # the checks above are _as_call's fast path, inline: this runs per step
+        call = _as_call(call)
         with self._lock:
-            policy = self._source.current  # _current_policy, inline: this runs per step
-            if policy is not self._adopted:
-                self._adopt(policy)
-            return self._before_call(call, policy)
+            return self._before_call(call, self._current_policy())
 
     def before_batch(self, calls: Sequence[ToolCall]) -> list[Decision]:
         """Decide the parallel calls of one assistant message; every call gets a decision.
@@ -279,14 +275,9 @@ class Session:
 
         ``result`` may be a :class:`ToolResult` or the bare output.
         """
-        if type(call) is not ToolCall or type(call.name) is not str or call.agent is not None or (call.id is not None and type(call.id) is not str):
-            call = _as_call(call)  # the checks above are _as_call's fast path, inline: this runs per step
-        if type(result) is not ToolResult:
-            result = _as_result(result)
+        call, result = _as_call(call), _as_result(result)
         with self._lock:
-            policy = self._source.current  # _current_policy, inline: this runs per step
-            if policy is not self._adopted:
-                self._adopt(policy)
+            policy = self._current_policy()
             found = self._in_flight.pop(call.id, None) if call.id is not None else None  # the usual case, inline
             record, carried = found if found is not None else self._take_in_flight(call)
             self._steps += 1

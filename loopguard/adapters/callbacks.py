@@ -78,7 +78,6 @@ __all__ = [
     "LoopGuardCallbackHandler",
     "PolicyArg",
     "RunRegistry",
-    "make_guard",
 ]
 
 PolicyArg = str | Path | CompiledPolicy | Guard
@@ -90,18 +89,6 @@ EVENT_TEXT_LIMIT = 500
 ID_MEMORY = 4096
 #: Live child runs tracked per handler (run id -> root run id); the oldest are forgotten past it.
 ROOTS_MEMORY = 65536
-
-
-def make_guard(policy: PolicyArg | None = None, profile: str | None = None) -> Guard:
-    """A :class:`Guard` for any accepted policy argument.
-
-    ``None`` means ``./loopguard.yml`` when it exists, else ``builtin:default``. ``profile``
-    is ignored for a compiled policy or a ready guard.
-
-    Raises:
-        loopguard.policy.PolicyError: the policy does not validate.
-    """
-    return Guard.resolve(policy, profile)
 
 
 def _clip(value: Any) -> Any:
@@ -559,7 +546,7 @@ class _HandlerCore:
     and cheap, so the async handler runs them inline)."""
 
     def _setup(self, policy: PolicyArg | None, profile: str | None, interrupt: bool, history: int, limit: int) -> None:
-        self.guard = make_guard(policy, profile)
+        self.guard = Guard.resolve(policy, profile)
         self.interrupt = interrupt
         self.runs = RunRegistry(self.guard, limit=limit, history=history)
         self._roots: dict[UUID, UUID] = {}  # run id of every live child run -> its root run id

@@ -71,7 +71,6 @@ from .callbacks import (
     agent_path,
     calls_of,
     latest_user_text,
-    make_guard,
     message_text,
     tool_result_of,
     usage_of,
@@ -202,7 +201,7 @@ class LoopGuardToolWrapper:
         key_by: KeyBy = "run",
         runs: RunRegistry | None = None,
     ) -> None:
-        self.runs = runs if runs is not None else RunRegistry(make_guard(policy, profile))
+        self.runs = runs if runs is not None else RunRegistry(Guard.resolve(policy, profile))
         self.guard: Guard = self.runs.guard
         self.raise_on_stop = raise_on_stop
         self.key_by = key_by
@@ -422,7 +421,7 @@ class LoopGuard:
         history: int = 1000,
         limit: int = 1024,
     ) -> None:
-        self.guard = make_guard(policy, profile)
+        self.guard = Guard.resolve(policy, profile)
         self.runs = RunRegistry(self.guard, limit=limit, history=history)
         self.tool_wrapper = LoopGuardToolWrapper(runs=self.runs, raise_on_stop=raise_on_stop)
 

@@ -114,13 +114,6 @@ class RunMemory:
     novel_results: int = 0  # results that brought new information (not stale, not failed)
     stale_streak: int = 0  # consecutive results that brought nothing new
 
-    def stats(self, key: int) -> SignatureStats:
-        found = self.signatures.get(key)
-        if found is None:
-            found = SignatureStats()
-            self.signatures.put(key, found)
-        return found
-
 
 def describe(record: CallRecord, limit: int = 120) -> str:
     """A short readable form of the call for messages: ``tool(args…)``."""

@@ -51,13 +51,8 @@ class Repeat:
         consecutive = self._run_length >= config.threshold
         window = self._window
         window.append(key)
-        if len(window) > config.window:  # _evict, inline: it runs on almost every call
-            old = window.popleft()
-            remaining = counts[old] - 1
-            if remaining:
-                counts[old] = remaining
-            else:
-                del counts[old]
+        if len(window) > config.window:
+            self._evict()
         if occurrences < config.threshold or not config.enabled or record.tool_kind == "poll":
             return None  # a poll tool repeats by design; no_progress judges whether it is stalled
         stats = record.stats

@@ -120,7 +120,6 @@ class CompiledPolicy:
     _traits: _NameTable = field(repr=False, compare=False)
     _tool_budgets: _NameTable = field(repr=False, compare=False)
     _pricing: _NameTable = field(repr=False, compare=False)
-    _rules_memo: dict[str, tuple[CompiledRule, ...]] = field(default_factory=dict, repr=False, compare=False)
     _profiles: dict[str, ToolProfile] = field(default_factory=dict, repr=False, compare=False)
 
     # Values read on every decision are computed once per revision (the model is immutable).
@@ -167,13 +166,8 @@ class CompiledPolicy:
         return self._traits.first_for(tool)
 
     def rules_for(self, tool: str) -> tuple[CompiledRule, ...]:
-        """The rules whose ``tool`` matches, in file order."""
-        found = self._rules_memo.get(tool)
-        if found is None:
-            found = tuple(rule for rule in self.rules if rule.applies_to(tool))
-            if len(self._rules_memo) < 4096:
-                self._rules_memo[tool] = found
-        return found
+        """The rules whose ``tool`` matches, in file order (memoised through :meth:`tool_profile`)."""
+        return tuple(rule for rule in self.rules if rule.applies_to(tool))
 
     def tool_profile(self, tool: str) -> ToolProfile:
         """Traits, rules and per-tool budgets of ``tool`` in one memoised look-up."""
