@@ -15,6 +15,17 @@ from typing import Any
 
 from .signature import _ENCODER, canonical_value
 
+
+def _ascii_twin(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """``pattern`` compiled with ``re.ASCII``, for text that is all ASCII.
+
+    On ASCII text ``\\b``, ``\\w``, ``\\W`` and ``\\d`` match exactly as in Unicode mode,
+    but sre tests them without the Unicode database: about twice as fast. (``\\s`` differs
+    on the separators ``\\x1c``-``\\x1f``; the one pattern here that uses it reads text
+    whose whitespace is folded to spaces.)
+    """
+    return re.compile(pattern.pattern, re.ASCII)
+
 #: Outputs are compared on at most this many characters (plus a digest of the rest).
 MAX_COMPARED = 2048
 
@@ -31,6 +42,7 @@ _TIMESTAMP = re.compile(
 # token by token, and only tokens holding a digit are looked at. On this hot path, str
 # methods and set tests are used where a regular expression would be several times slower.
 _SUBTOKEN = re.compile(r"\b(?=[a-z_]*\d)(?=\d*[a-z])[a-z0-9_]{4,}\b|\b\d{6,}\b")
+_UUID_ASCII, _TIMESTAMP_ASCII = _ascii_twin(_UUID), _ascii_twin(_TIMESTAMP)
 _COUNTER_WORDS = frozenset({"attempt", "try", "retry", "iteration", "request", "req", "seq", "sequence", "run", "trace", "pid"})
 _PUNCTUATION = "\"',;:()[]{}.!?<>="
 _ASCII_DIGITS = frozenset("0123456789")
@@ -99,9 +111,9 @@ def _normalize(text: str) -> str:
     if _ASCII_DIGITS.isdisjoint(text) if ascii_text else _HAS_DIGIT.search(text) is None:
         return " ".join(text.split())
     if text.count("-") >= 4:
-        text = _UUID.sub("<uuid>", text)
+        text = (_UUID_ASCII if ascii_text else _UUID).sub("<uuid>", text)
     if ":" in text and _TIME_HINT.search(text) is not None:  # JSON has colons; times are rarer
-        text = _TIMESTAMP.sub("<time>", text)
+        text = (_TIMESTAMP_ASCII if ascii_text else _TIMESTAMP).sub("<time>", text)
     tokens = text.split()
     previous = ""
     for index, token in enumerate(tokens):
@@ -116,11 +128,14 @@ _EMPTY_PHRASE = re.compile(
     r"^\W*(?:(?:no|zero|0)\s+(?:\w+\s+){0,2}?(?:results?|rows?|items?|records?|matches|entries|hits|data|output|documents?|files?|pages?|"
     r"annotations?|messages?|events?|objects?|values?|lines?|\w+s)\b|nothing\b|empty\b|(?:no|none)\s+(?:found|returned|available))"
 )
+_EMPTY_PHRASE_ASCII = _ascii_twin(_EMPTY_PHRASE)  # it reads folded text: \s sees only spaces
+_EMPTY_STARTS = ("no", "zero", "0", "empty")  # after leading non-word characters ("nothing", "none" start with "no")
 _PENDING = re.compile(
     r"\b(queued|pending|running|in[ _-]?progress|processing|waiting|not[ _-]ready|scheduled|starting|"
     r"initiali[sz]ing|building|deploying|provisioning|started|accepted)\b"
 )
 _TERMINAL = re.compile(r"\b(succeeded|success|completed?|done|finished|failed|failure|error|cancell?ed|aborted|ready)\b")
+_PENDING_ASCII, _TERMINAL_ASCII = _ascii_twin(_PENDING), _ascii_twin(_TERMINAL)
 
 
 def is_pending(text: str) -> bool:
@@ -128,6 +143,8 @@ def is_pending(text: str) -> bool:
     if len(text) > 400:
         return False
     text = text.lower()
+    if text.isascii():
+        return _PENDING_ASCII.search(text) is not None and _TERMINAL_ASCII.search(text) is None
     return _PENDING.search(text) is not None and _TERMINAL.search(text) is None
 
 
@@ -172,6 +189,11 @@ _RETRYABLE_CODES = frozenset({408, 425, 429, 500, 502, 503, 504})
 _THREE_DIGITS = re.compile(r"\b[1-5]\d\d\b")
 # Up to three non-word characters between word and number, and a line break after them.
 _STATUS_AFTER_WORD = re.compile(r"\b(?:http(?:/\d(?:\.\d)?)?|status(?:[ _]code)?|error(?:[ _]code)?|code|response)\W{0,3}\n?\b([1-5]\d\d)\b")
+_STATUS_AFTER_WORD_ASCII = _ascii_twin(_STATUS_AFTER_WORD)
+_STATUS_WORDS = ("http", "status", "error", "code", "response")
+# What _STATUS_AFTER_WORD allows between the end of its word and the code: "/1.1" or " code",
+# three non-word characters and a line break, so the code starts within 10 characters.
+_STATUS_REACH = 10
 # At the very start of an output a number is a status code only with its reason phrase
 # ("403 Forbidden", "503 Service Unavailable"), so "401 rows exported" is not a failure.
 _REASON_PHRASE = re.compile(
@@ -188,12 +210,14 @@ _PERMANENT_WORDS = re.compile(
     r"unknown (?:tool|function|command|parameter|argument)|schema|validation error|invalid (?:argument|parameter|input)s?|"
     r"missing required|unprocessable|not supported|unsupported)\b"
 )
+_RETRYABLE_WORDS_ASCII, _PERMANENT_WORDS_ASCII = _ascii_twin(_RETRYABLE_WORDS), _ascii_twin(_PERMANENT_WORDS)
 # Context overflow is a failure of the step wherever it is said (the condensation-loop kind).
 _CONTEXT_OVERFLOW = re.compile(r"\b(?:context (?:window|length) (?:exceeded|overflow)|maximum context length|prompt is too long|token limit exceeded)\b")
 _LEADING = " \t\n\"'[({:-"
 _ASCII_NON_WORD = "".join(chr(code) for code in range(128) if not (chr(code).isalnum() or chr(code) == "_"))
 _ERROR_START = re.compile(r"^\W*(error|exception|traceback|fatal|failed|failure|panic)\b")
-_ERROR_INITIALS = frozenset("etfp")
+_ERROR_START_ASCII = _ascii_twin(_ERROR_START)
+_ERROR_WORDS = ("error", "exception", "traceback", "fatal", "failed", "failure", "panic")
 _EXIT_CODE = re.compile(r"\[?exit(?:ed)?(?: with)? (?:code|status)[:= ]*([1-9]\d*)\]?")
 
 
@@ -212,8 +236,28 @@ def _status_code_of(head: str) -> int | None:
     # Most outputs hold no word that opens a status context: cheap tests skip the scan.
     if "http" not in head and "status" not in head and "error" not in head and "code" not in head and "response" not in head:
         return None
-    match = _STATUS_AFTER_WORD.search(head)
+    if head.isascii():
+        # A regular expression without a literal start tries every position, so it runs only
+        # when a digit follows one of its words closely enough (JSON with a "status" field
+        # usually has none there).
+        if not _digit_after_status_word(head):
+            return None
+        match = _STATUS_AFTER_WORD_ASCII.search(head)
+    else:
+        match = _STATUS_AFTER_WORD.search(head)
     return int(match.group(1)) if match is not None else None
+
+
+def _digit_after_status_word(head: str) -> bool:
+    """Whether an ASCII digit follows a status word within its reach (necessary for a match)."""
+    for word in _STATUS_WORDS:
+        index = head.find(word)
+        while index >= 0:
+            index += len(word)
+            if not _ASCII_DIGITS.isdisjoint(head[index : index + _STATUS_REACH]):
+                return True
+            index = head.find(word, index)
+    return False
 
 
 def looks_like_error(text: str, output: Any = None) -> bool:
@@ -227,9 +271,12 @@ def _inferred_failure(head: str, tail: str, output: Any) -> bool:
         flag = output.get("error")
         if flag not in (None, False, "", 0):
             return True
-    # For ASCII text a cheap exact test runs first: the first word character of an output
-    # that starts like an error begins one of _ERROR_START's words.
-    if (not head.isascii() or head.lstrip(_ASCII_NON_WORD)[:1] in _ERROR_INITIALS) and _ERROR_START.match(head) is not None:
+    # For ASCII text a cheap exact test runs first: after its leading non-word characters, an
+    # output that starts like an error starts with one of _ERROR_START's words.
+    if head.isascii():
+        if head.lstrip(_ASCII_NON_WORD).startswith(_ERROR_WORDS) and _ERROR_START_ASCII.match(head) is not None:
+            return True
+    elif _ERROR_START.match(head) is not None:
         return True
     if ("context" in head or "token" in head or "prompt" in head) and _CONTEXT_OVERFLOW.search(head):
         return True
@@ -248,9 +295,10 @@ def classify_failure(text: str) -> str:
         return RETRYABLE
     if code in _PERMANENT_CODES:
         return PERMANENT
-    if _RETRYABLE_WORDS.search(head):
+    ascii_text = head.isascii()
+    if (_RETRYABLE_WORDS_ASCII if ascii_text else _RETRYABLE_WORDS).search(head):
         return RETRYABLE
-    if _PERMANENT_WORDS.search(head):
+    if (_PERMANENT_WORDS_ASCII if ascii_text else _PERMANENT_WORDS).search(head):
         return PERMANENT
     return DETERMINISTIC
 
@@ -286,7 +334,8 @@ class Observation:
         self.text = text[:MAX_COMPARED]
         if lowered is None:
             lowered = self.text.lower()
-        if lowered.isascii():
+        ascii_text = lowered.isascii()
+        if ascii_text:
             self.skeleton = hash(lowered.encode("ascii").translate(None, _SKELETON_DELETE))
         else:  # whitespace beyond ASCII (no-break spaces, ...) is dropped as normalisation folds it
             self.skeleton = hash("".join(lowered.split()).encode("utf-8", "surrogatepass").translate(None, _SKELETON_DELETE))
@@ -296,15 +345,25 @@ class Observation:
             self.empty = False
         else:
             # Empty: blank, an empty container, or "no results"-like. No literal holds a space,
-            # so stripping is as good as folding whitespace for them; every empty phrase holds
-            # one of the words tested ("nothing" and "none" hold "no"), a cheap necessary test
-            # before the whitespace is folded and the regular expression runs.
+            # so stripping is as good as folding whitespace for them. Cheap necessary tests
+            # run before the whitespace is folded and the regular expression runs: ASCII text
+            # must start with an empty phrase's first word after its non-word characters;
+            # other text must hold one ("nothing" and "none" hold "no").
             stripped = lowered.strip()
-            self.empty = stripped in _EMPTY_LITERALS or (
-                ("no" in stripped or "0" in stripped or "zero" in stripped or "empty" in stripped)
-                and len(folded := " ".join(stripped.split())) <= 120
-                and _EMPTY_PHRASE.match(folded) is not None
-            )
+            if stripped in _EMPTY_LITERALS:
+                self.empty = True
+            elif ascii_text:
+                self.empty = (
+                    stripped.lstrip(_ASCII_NON_WORD).startswith(_EMPTY_STARTS)
+                    and len(folded := " ".join(stripped.split())) <= 120
+                    and _EMPTY_PHRASE_ASCII.match(folded) is not None
+                )
+            else:
+                self.empty = (
+                    ("no" in stripped or "0" in stripped or "zero" in stripped or "empty" in stripped)
+                    and len(folded := " ".join(stripped.split())) <= 120
+                    and _EMPTY_PHRASE.match(folded) is not None
+                )
         self._fingerprint: int | None = None
         self.shape = _failure_shape(self.text, self._tail is not None) if error else 0
 

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 from .calls import ModelUsage, ToolCall, ToolResult
 from .counters import Counters, check_budgets
 from .decision_log import record_decision
-from .decisions import ALLOW, Decision, GuardAction, Signal, Verdict, VerdictKind
+from .decisions import ALLOW, Decision, GuardAction, Signal, Verdict, VerdictKind, new_decision
 from .detectors.base import CallRecord, RunMemory, SignatureStats
 from .detectors.cycle import Cycle
 from .detectors.failure import Failure
@@ -305,7 +305,7 @@ class Session:
                 signals.append(failure_signal)
             if not stale and not observation.error and record.handoff_target is None:
                 self._handoff.work_done()
-            return self._decide(policy, "after_call", signals, ALLOW, record)
+            return self._decide(policy, "after_call", self._steps - 1, record.signature.tool, record.index, signals, ALLOW)
 
     def observe_handoff(self, agent: str, caller: str | None = None) -> Decision:
         """Control passes from ``caller`` to ``agent`` (a multi-agent handoff)."""
@@ -315,7 +315,7 @@ class Session:
             self.run.steps += 1
             self.turn.steps += 1
             signal = self._handoff.transfer(_text(agent), None if caller is None else _text(caller), self._steps - 1)
-            return self._decide(policy, "observe", [signal] if signal else [], ALLOW, None)
+            return self._decide(policy, "observe", self._steps - 1, None, None, [signal] if signal else [], ALLOW)
 
     def observe_agent_message(self, agent: str | None, text: Any) -> Decision:
         """An agent's message without a tool call. Identical messages in a row are a monologue:
@@ -336,7 +336,7 @@ class Session:
             self._stale = progress_signal
             if progress_signal is not None:
                 signals.append(progress_signal)
-            return self._decide(policy, "observe", signals, ALLOW, None)
+            return self._decide(policy, "observe", self._steps - 1, None, None, signals, ALLOW)
 
     def observe_model_call(self, usage: ModelUsage) -> Decision:
         """A model call's token usage; cost comes from ``usage.cost_usd`` or the policy's pricing (USD per million tokens)."""
@@ -365,7 +365,7 @@ class Session:
                 if value >= budget.limit:
                     signals.append(Signal("budget", name, 0.0, f"the {budget.scope} budget '{name}' is spent ({value:g} of {budget.limit:g})", {"value": value}))
                     minimum = GuardAction.most_severe(minimum, GuardAction.STOP if budget.on_exceed == "stop" else GuardAction.WARN)
-            return self._decide(policy, "observe", signals, ALLOW, None, minimum=minimum)
+            return self._decide(policy, "observe", self._steps - 1, None, None, signals, ALLOW, minimum)
 
     # -- internals ------------------------------------------------------------------
 
@@ -431,7 +431,7 @@ class Session:
             first = self.worst.step if self.worst is not None else 0
             signals.append(Signal("session", "run_stopped", 0.0, f"the run was stopped at step {first}", {"step": first}))
             minimum = _STOP
-        decision = self._decide(policy, "before_call", signals, verdict, record, minimum)
+        decision = self._decide(policy, "before_call", record.step, name, record.index, signals, verdict, minimum)
         # In observe mode the adapter runs every call, so budgets must count it.
         if (verdict.kind is _ALLOW_KIND and decision.verdict.kind is _ALLOW_KIND) or policy.mode == "observe":
             run.tool_calls += 1
@@ -448,11 +448,12 @@ class Session:
         # come back must not grow memory: the oldest pending calls are forgotten.
         in_flight = self._in_flight
         key = call.id if call.id is not None else ("signature", record.signature.key)
+        if key in in_flight:
+            in_flight.move_to_end(key)  # a re-issued call (same id) is the newest again
         in_flight[key] = (
             record,
             tuple([signal for signal in signals if signal.detector in _CARRIED]) if signals else (),
         )
-        in_flight.move_to_end(key)  # a re-issued call (same id) is the newest again
         if len(in_flight) > _IN_FLIGHT_LIMIT:
             in_flight.popitem(last=False)
         return decision
@@ -461,19 +462,17 @@ class Session:
         self,
         policy: CompiledPolicy,
         phase: str,
+        step: int,
+        tool: str | None,
+        call_index: int | None,
         signals: list[Signal],
         verdict: Verdict,
-        record: CallRecord | None,
         minimum: GuardAction = _CONTINUE,
     ) -> Decision:
-        if record is None:
-            step, tool, call_index = self._steps - 1, None, None
-        else:
-            step = record.step if phase == "before_call" else self._steps - 1
-            tool, call_index = record.signature.tool, record.index
+        """The decision for one step (``tool`` and ``call_index`` are ``None`` for steps that are not tool calls)."""
         if not signals and minimum is _CONTINUE and policy.quiet_action is _CONTINUE:
-            # Most steps: no signal, nothing to do. Positional arguments: a Decision is built on every step.
-            decision = Decision(step, phase, _CONTINUE, 0.0, (), verdict, verdict.rule, policy.revision, policy.mode, tool, call_index)
+            # Most steps: no signal, nothing to do.
+            decision = new_decision(step, phase, _CONTINUE, 0.0, (), verdict, policy.revision, policy.mode, tool, call_index)
             self._decisions.append(decision)
             if policy.logs_decisions:
                 record_decision(policy, self.run_id, decision, self.thread_id)
@@ -486,7 +485,7 @@ class Session:
         severity = _SEVERITY[action._value_]
         if severity >= _REPLAN_SEVERITY and phase == "before_call":  # only a pending call gets a detector verdict
             verdict = _detector_verdict(action, signals, verdict)  # type: ignore[arg-type]
-        decision = Decision(step, phase, action, risk, signals, verdict, verdict.rule, policy.revision, policy.mode, tool, call_index)  # type: ignore[arg-type]
+        decision = new_decision(step, phase, action, risk, signals, verdict, policy.revision, policy.mode, tool, call_index)  # type: ignore[arg-type]
         self._decisions.append(decision)
         if policy.logs_decisions:
             record_decision(policy, self.run_id, decision, self.thread_id)

@@ -22,11 +22,13 @@ class Cycle:
 
     def __init__(self, config: CycleDetector) -> None:
         self.config = config
+        self._active = config.enabled
         self._keys: deque[int] = deque(maxlen=config.max_period * config.repeats)
         self._tools: deque[str] = deque(maxlen=config.max_period * config.repeats)
 
     def reconfigure(self, config: CycleDetector) -> None:
         self.config = config
+        self._active = config.enabled
         size = config.max_period * config.repeats
         self._keys = deque(self._keys, maxlen=size)
         self._tools = deque(self._tools, maxlen=size)
@@ -40,7 +42,7 @@ class Cycle:
         recurs = key in keys
         keys.append(key)
         self._tools.append(signature.tool)
-        if not recurs or not self.config.enabled:
+        if not recurs or not self._active:
             return None
         size = len(keys)
         repeats = self.config.repeats

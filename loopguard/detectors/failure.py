@@ -30,12 +30,13 @@ class Failure:
     name = "failure"
 
     def __init__(self, config: FailureDetector) -> None:
-        self.config = config
+        self.reconfigure(config)
         self._armed_after: int | None = None  # index of a call whose repeated failure came after new information
         self._armed_message = ""
 
     def reconfigure(self, config: FailureDetector) -> None:
         self.config = config
+        self._active = config.enabled  # read on every call
 
     def _score(self, failure_class: str, count: int) -> float | None:
         config = self.config
@@ -47,7 +48,7 @@ class Failure:
         return config.permanent_weight if failure_class in (PERMANENT, REFUSED) else config.weight
 
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
-        if not self.config.enabled:
+        if not self._active:
             return None
         stats = record.stats
         if stats.last_failure is None or not stats.failures:

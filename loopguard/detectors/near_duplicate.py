@@ -183,12 +183,14 @@ class NearDuplicate:
     name = "near_duplicate"
 
     def __init__(self, config: NearDuplicateDetector) -> None:
-        self.config = config
+        self.reconfigure(config)
         self._recent: BoundedMap[str, deque[tuple[_Shape, bool]]] = BoundedMap(256)
         self._shapes: BoundedMap[int, _Shape] = BoundedMap(256)  # repeated calls are read once
 
     def reconfigure(self, config: NearDuplicateDetector) -> None:
         self.config = config
+        # Read on every call: plain attributes (a pydantic attribute costs several times more).
+        self._window, self._similarity, self._repeats, self._active = config.window, config.similarity, config.repeats, config.enabled
 
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
         if _plain(record.signature.arguments):
@@ -198,8 +200,8 @@ class NearDuplicate:
             shape = shape_of(record)
             self._shapes.put(record.signature.key, shape)
         recent = self._recent.get(record.tool)
-        if recent is None or recent.maxlen != self.config.window:
-            recent = deque(recent or (), maxlen=self.config.window)
+        if recent is None or recent.maxlen != self._window:
+            recent = deque(recent or (), maxlen=self._window)
             self._recent.put(record.tool, recent)
         similar = 1
         signatures = {shape.signature}
@@ -213,15 +215,15 @@ class NearDuplicate:
                 covered.append(earlier.span)
                 rereads += was_reread
                 previous_span = earlier.span
-            elif _jaccard(earlier.words, shape.words) >= self.config.similarity:
+            elif _jaccard(earlier.words, shape.words) >= self._similarity:
                 similar += 1
                 signatures.add(earlier.signature)
         reread = shape.span is not None and _inside(shape.span, covered)
         record.rereads_known_range = reread  # its result can only repeat what was read (no_progress)
         recent.append((shape, reread))
-        if not self.config.enabled:
+        if not self._active:
             return None
-        if reread and rereads + 1 >= self.config.repeats - 1:
+        if reread and rereads + 1 >= self._repeats - 1:
             return Signal(
                 detector=self.name,
                 kind="reread_range",
@@ -229,7 +231,7 @@ class NearDuplicate:
                 message=f"{describe(record)} re-reads a range already read ({rereads + 1} re-reads)",
                 evidence={"call": record.index, "range": list(shape.span), "rereads": rereads + 1},
             )
-        if similar >= self.config.repeats and len(signatures) >= 2:
+        if similar >= self._repeats and len(signatures) >= 2:
             return Signal(
                 detector=self.name,
                 kind="reworded_call",

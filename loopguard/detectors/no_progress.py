@@ -81,11 +81,12 @@ class NoProgress:
     name = "no_progress"
 
     def __init__(self, config: NoProgressDetector) -> None:
-        self.config = config
+        self.reconfigure(config)
         self._seen: BoundedMap[str, _ToolOutputs] = BoundedMap(_TOOLS_REMEMBERED)
 
     def reconfigure(self, config: NoProgressDetector) -> None:
         self.config = config
+        self._active, self._patience = config.enabled, config.patience  # read on every result
 
     def reset_turn(self, memory: RunMemory) -> None:
         """A user message is new information: the streak starts again."""
@@ -151,7 +152,7 @@ class NoProgress:
             if not observation.error and environment:
                 memory.novel_results += 1
 
-        if not self.config.enabled or memory.stale_streak < self.config.patience:
+        if not self._active or memory.stale_streak < self._patience:
             return None, stale
         what = {
             "empty_result": "returned nothing",

@@ -20,14 +20,16 @@ class Repeat:
     name = "repeat"
 
     def __init__(self, config: RepeatDetector) -> None:
-        self.config = config
         self._window: deque[int] = deque()
         self._counts: dict[int, int] = {}  # a plain dict: Counter's missing-key hooks run in Python
         self._last: int | None = None
         self._run_length = 0  # how many times in a row the last signature came
+        self.reconfigure(config)
 
     def reconfigure(self, config: RepeatDetector) -> None:
         self.config = config
+        # Read on every call: plain attributes (a pydantic attribute costs several times more).
+        self._threshold, self._window_size, self._active = config.threshold, config.window, config.enabled
         while len(self._window) > config.window:
             self._evict()
 
@@ -42,23 +44,24 @@ class Repeat:
 
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
         key = record.signature.key
-        config = self.config
         counts = self._counts
         occurrences = counts.get(key, 0) + 1
         counts[key] = occurrences
         self._run_length = self._run_length + 1 if key == self._last else 1
         self._last = key
-        consecutive = self._run_length >= config.threshold
+        threshold = self._threshold
+        consecutive = self._run_length >= threshold
         window = self._window
         window.append(key)
-        if len(window) > config.window:
+        if len(window) > self._window_size:
             self._evict()
-        if occurrences < config.threshold or not config.enabled or record.tool_kind == "poll":
+        if occurrences < threshold or not self._active or record.tool_kind == "poll":
             return None  # a poll tool repeats by design; no_progress judges whether it is stalled
         stats = record.stats
         if stats.advancing or stats.polling or stats.last_failure == "retryable":
             return None
         kind = "identical_call" if consecutive else "interleaved_repeat"
+        config = self.config
         return Signal(
             detector=self.name,
             kind=kind,

@@ -13,7 +13,6 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from ..decisions import GuardAction, Signal
@@ -100,7 +99,7 @@ class _NameTable:
         return found[0][1] if found else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CompiledPolicy:
     """An effective (profile-merged), validated policy, ready to decide.
 
@@ -110,6 +109,10 @@ class CompiledPolicy:
         profile: the profile applied, or ``None``.
         revision: content hash (12 hex digits) of the effective policy; every decision records it.
         rules: the compiled rules in file order.
+        mode: ``enforce`` or ``observe`` (the policy's ``mode``).
+        logs_decisions: True when the policy configures a decision log.
+        has_budgets: True when any run budget (steps, tool calls, tokens, cost, per tool) is set.
+        quiet_action: the action for a step with no signal (risk 0): ``continue`` unless ``warn`` is 0.
     """
 
     model: Policy
@@ -121,29 +124,32 @@ class CompiledPolicy:
     _tool_budgets: _NameTable = field(repr=False, compare=False)
     _pricing: _NameTable = field(repr=False, compare=False)
     _profiles: dict[str, ToolProfile] = field(default_factory=dict, repr=False, compare=False)
+    # Values read on every decision, computed once per revision (the model is immutable) and
+    # kept in slots: reading a pydantic model's attribute costs several times a slot's.
+    mode: str = field(init=False, repr=False, compare=False)
+    logs_decisions: bool = field(init=False, repr=False, compare=False)
+    has_budgets: bool = field(init=False, repr=False, compare=False)
+    quiet_action: GuardAction = field(init=False, repr=False, compare=False)
+    _noisy_or: bool = field(init=False, repr=False, compare=False)
+    _thresholds: tuple[float, float, float, float] = field(init=False, repr=False, compare=False)
+    _escalations: tuple[tuple[frozenset[str], float], ...] = field(init=False, repr=False, compare=False)
 
-    # Values read on every decision are computed once per revision (the model is immutable).
-    @cached_property
-    def mode(self) -> str:
-        return self.model.mode
-
-    @cached_property
-    def logs_decisions(self) -> bool:
-        """True when the policy configures a decision log."""
-        return self.model.log is not None
-
-    @cached_property
-    def quiet_action(self) -> GuardAction:
-        """The action for a step with no signal (risk 0): ``continue`` unless ``warn`` is 0."""
-        return self.action_for(0.0)
-
-    @cached_property
-    def has_budgets(self) -> bool:
-        """True when any run budget (steps, tool calls, tokens, cost, per tool) is set."""
-        budgets = self.model.budgets
-        return bool(budgets.per_tool) or any(
-            budget is not None for budget in (budgets.steps, budgets.tool_calls, budgets.tokens, budgets.cost_usd)
-        )
+    def __post_init__(self) -> None:
+        model = self.model
+        budgets = model.budgets
+        thresholds = model.thresholds
+        hot = {
+            "mode": model.mode,
+            "logs_decisions": model.log is not None,
+            "has_budgets": bool(budgets.per_tool)
+            or any(budget is not None for budget in (budgets.steps, budgets.tool_calls, budgets.tokens, budgets.cost_usd)),
+            "_noisy_or": model.scoring.combine == "noisy_or",
+            "_thresholds": (thresholds.warn, thresholds.replan, thresholds.pause, thresholds.stop),
+            "_escalations": tuple((frozenset(escalation.when), escalation.risk) for escalation in model.scoring.escalate),
+        }
+        for name, value in hot.items():
+            object.__setattr__(self, name, value)  # a frozen dataclass sets its own fields so
+        object.__setattr__(self, "quiet_action", self.action_for(0.0))
 
     @property
     def detectors(self) -> Detectors:
@@ -194,16 +200,12 @@ class CompiledPolicy:
         """USD per million tokens for ``model_name``, or ``None`` if the policy has no price."""
         return self._pricing.first_for(model_name)
 
-    @cached_property
-    def _escalations(self) -> tuple[tuple[frozenset[str], float], ...]:
-        return tuple((frozenset(escalation.when), escalation.risk) for escalation in self.model.scoring.escalate)
-
     def risk_of(self, signals: tuple[Signal, ...]) -> float:
         """Combine active signals into one risk (0..1): ``max`` or ``noisy_or`` of their
         scores, raised to an escalation's risk when all its detectors are active."""
         if not signals:
             return 0.0
-        if self.model.scoring.combine == "noisy_or":
+        if self._noisy_or:
             remaining = 1.0
             for signal in signals:
                 remaining *= 1.0 - signal.score
@@ -219,16 +221,16 @@ class CompiledPolicy:
 
     def action_for(self, risk: float) -> GuardAction:
         """Map a risk (0..1) to the action whose threshold it reaches."""
-        if risk <= 0.0 and self.model.thresholds.warn > 0.0:
+        warn, replan, pause, stop = self._thresholds
+        if risk <= 0.0 and warn > 0.0:
             return GuardAction.CONTINUE
-        thresholds = self.model.thresholds
-        if risk >= thresholds.stop:
+        if risk >= stop:
             return GuardAction.STOP
-        if risk >= thresholds.pause:
+        if risk >= pause:
             return GuardAction.PAUSE
-        if risk >= thresholds.replan:
+        if risk >= replan:
             return GuardAction.REPLAN
-        if risk >= thresholds.warn:
+        if risk >= warn:
             return GuardAction.WARN
         return GuardAction.CONTINUE
 
