@@ -148,6 +148,36 @@ def is_pending(text: str) -> bool:
     return _PENDING.search(text) is not None and _TERMINAL.search(text) is None
 
 
+_ACKNOWLEDGEMENT_LIMIT = 64  # characters
+_WORDS = re.compile(r"[a-z]+")
+_ACKNOWLEDGEMENT_WORDS = frozenset(
+    "ok okay done success successful successfully succeeded sent saved created updated deleted removed added stored "
+    "accepted acknowledged completed complete applied recorded scheduled posted published submitted confirmed true yes".split()
+)
+_NOT_ACKNOWLEDGEMENT_WORDS = frozenset(
+    "not no never false fail fails failed failure error errors unable cannot denied invalid none nothing empty".split()
+)
+_SCALAR = re.compile(r"-?\d+(?:\.\d+)?|true|false", re.ASCII)
+
+
+def is_acknowledgement(text: str) -> bool:
+    """True when a short output only acknowledges a call ("ok", "Email sent.", ``{"success": true}``)
+    or answers it with a bare scalar (a number, ``true``, ``false``).
+
+    The same such output from two different calls is not "nothing new": each confirms its own
+    call (a fan-out of writes that each return "sent" is healthy). At most
+    :data:`_ACKNOWLEDGEMENT_LIMIT` characters; a negation or failure word ("not", "failed",
+    ``false`` beside other words) makes it no acknowledgement.
+    """
+    if len(text) > _ACKNOWLEDGEMENT_LIMIT:
+        return False
+    text = text.strip().strip("\"'").lower()
+    if _SCALAR.fullmatch(text) is not None:
+        return True
+    words = _WORDS.findall(text)
+    return not _NOT_ACKNOWLEDGEMENT_WORDS.intersection(words) and not _ACKNOWLEDGEMENT_WORDS.isdisjoint(words)
+
+
 # --- failures -----------------------------------------------------------------------
 
 PERMANENT = "permanent"

@@ -54,7 +54,13 @@ def test_more_cases_of_each_kind_are_handled(policy) -> None:
         "healthy-supervisor": "ok",
         "healthy-distinct-records": "ok",
         "same-call-new-generated-id": "ok",
+        "healthy-write-fanout-acknowledged": "ok",
+        "healthy-scalar-answers": "ok",
+        "reworded-search-same-data": "ok",
     }
+    verdicts = {report.run_id: report.verdict.value for report in reports}
+    # The same acknowledgement or bare answer from distinct calls is not even a warning.
+    assert verdicts["healthy-write-fanout-acknowledged"] == verdicts["healthy-scalar-answers"] == "continue"
 
 
 @needs_data

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from loopguard.observations import PERMANENT, RETRYABLE, classify_failure, is_pending, normalize, observe, status_code
+from loopguard.observations import PERMANENT, RETRYABLE, classify_failure, is_acknowledgement, is_pending, normalize, observe, status_code
 from loopguard.signature import MAX_STRING, canonical_json, signature_of
 
 
@@ -99,6 +99,16 @@ def test_pending_states() -> None:
     assert is_pending("status: queued") is True
     assert is_pending("state: SUCCEEDED") is False
     assert is_pending("job failed while running") is False
+
+
+@pytest.mark.parametrize(
+    ("text", "acknowledgement"),
+    [("ok", True), ("Email sent.", True), ('{"status": "ok"}', True), ('{"success": true}', True), ("42", True), ("false", True),
+     ('{"ok": false}', False), ("Message could not be sent", False), ("no", False), ("", False), ("[]", False),
+     ("Here are the results: a, b, c", False), ("saved " + "x" * 60, False)],
+)
+def test_acknowledgements(text: str, acknowledgement: bool) -> None:
+    assert is_acknowledgement(text) is acknowledgement
 
 
 def test_values_past_the_limits_still_tell_calls_apart() -> None:

@@ -3,7 +3,8 @@
 A result is *stale* when it is empty ("no results", ``[]``), when it re-reads a range
 already read (see near_duplicate), when the same tool has already returned it (exactly;
 for the same call, after normalising volatile parts, so "stored record 7f02" and
-"stored record 7f03" are the same), or when it repeats a failure already seen. A result that reports a pending state (queued, running, ...) is a healthy poll
+"stored record 7f03" are the same; another call's identical acknowledgement or bare
+answer, such as "sent" or ``true``, is not stale), or when it repeats a failure already seen. A result that reports a pending state (queued, running, ...) is a healthy poll
 and only counts as stale after ``poll_patience`` identical observations. The signal
 is active while the newest ``patience`` results in a row are stale; any new
 information ends it.
@@ -13,11 +14,13 @@ from __future__ import annotations
 
 from ..decisions import Signal
 from ..policy.schema import NoProgressDetector
-from ..observations import Observation, is_pending
+from ..observations import Observation, is_acknowledgement, is_pending
 from .base import BoundedMap, CallRecord, RunMemory
 
 _TOOLS_REMEMBERED = 256
 _BUCKET = 4  # outputs kept per skeleton
+# What contains_and_add answers (true values when the output was seen).
+_NEW, _FROM_SAME_CALL, _FROM_OTHER_CALL = 0, 1, 2
 
 
 class _Bucket:
@@ -49,26 +52,28 @@ class _ToolOutputs:
         self._failures: BoundedMap[int, None] = BoundedMap(capacity)
         self._outputs: BoundedMap[int, _Bucket] = BoundedMap(capacity)
 
-    def contains_and_add(self, observation: Observation, call: int) -> bool:
-        """Whether this tool already returned ``observation``; then remember it."""
+    def contains_and_add(self, observation: Observation, call: int) -> int:
+        """Whether this tool already returned ``observation`` (``_NEW``, ``_FROM_SAME_CALL`` or
+        ``_FROM_OTHER_CALL``, the latter only for exact repeats); then remember it.
+        Failures are compared by shape, from any call."""
         if observation.error:
             known = observation.shape in self._failures
             self._failures.put(observation.shape, None)
-            return known
+            return _FROM_SAME_CALL if known else _NEW
         bucket = self._outputs.get(observation.skeleton)
         if bucket is None:
             self._outputs.put(observation.skeleton, _Bucket(call, observation))
-            return False
+            return _NEW
         exact, calls, exacts = observation.exact, bucket.calls, bucket.exacts
         if exact in exacts:
             if any(calls[index] == call for index, earlier in enumerate(exacts) if earlier == exact):
-                return True  # this very output of this call is already stored
-            known = True
+                return _FROM_SAME_CALL  # this very output of this call is already stored
+            known = _FROM_OTHER_CALL
         else:
             # Volatile parts are normalised only against earlier results of the same call.
-            known = call in calls and any(
+            known = _FROM_SAME_CALL if call in calls and any(
                 key == call and observation.same_as(earlier) for key, earlier in zip(calls, bucket.observations)
-            )
+            ) else _NEW
         calls.append(call)
         exacts.append(exact)
         bucket.observations.append(observation)
@@ -116,7 +121,7 @@ class NoProgress:
         # same_as, with its cheap tests inline (most results differ from the last in skeleton).
         identical = last is not None and (last.exact == observation.exact or (last.skeleton == observation.skeleton and observation.same_as(last)))
         if observation.error:
-            stale = repeated_output
+            stale = repeated_output != _NEW
             kind = "same_failure"
             stats.identical_pending = 0
         elif (identical or repeated_output) and (record.tool_kind == "poll" or is_pending(observation.text)):
@@ -135,7 +140,8 @@ class NoProgress:
             kind = "reread"
             stats.identical_pending = 0
         else:
-            stale = repeated_output
+            # Another call's identical acknowledgement ("sent", "ok", true) confirms this call.
+            stale = bool(repeated_output) and (repeated_output == _FROM_SAME_CALL or not is_acknowledgement(observation.text))
             stats.identical_pending = 0
 
         if kind != "stalled_poll":
