@@ -46,6 +46,12 @@ CASES: dict[str, tuple[str | None, bool, list[str]]] = {
     "wrong_type.yml": (None, False, [
         "bad/wrong_type.yml:4:16: LG203: detectors.repeat.threshold must be an integer, got string 'three'",
     ]),
+    "version_boolean.yml": (None, False, [
+        "bad/version_boolean.yml:1:10: LG206: version must be 1, got boolean true",
+    ]),
+    "budget_limit_text.yml": (None, False, [
+        "bad/budget_limit_text.yml:3:23: LG203: budgets.tool_calls.limit must be a number, got string 'ten'",
+    ]),
     "profile_not_mapping.yml": (None, False, [
         "bad/profile_not_mapping.yml:3:8: LG203: profiles.dev must be a mapping, got string 'observe'",
     ]),

@@ -159,7 +159,7 @@ def _is_volatile(value: str) -> bool:
 
 def _plain(arguments: Any) -> bool:
     """True for flat arguments with no text, range, throwaway key or volatile value."""
-    if type(arguments) is not dict:
+    if type(arguments) is not dict or not _SPECIAL_KEYS.isdisjoint(arguments):  # keys as written, in C
         return False
     for key, value in arguments.items():
         kind = type(value)
@@ -168,7 +168,7 @@ def _plain(arguments: Any) -> bool:
                 return False
         elif kind is not int and kind is not bool and value is not None:
             return False
-        if key in _SPECIAL_KEYS or key.lower() in _SPECIAL_KEYS:
+        if not key.islower() and key.lower() in _SPECIAL_KEYS:  # "Page", "OFFSET"
             return False
     return True
 

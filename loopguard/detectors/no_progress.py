@@ -141,7 +141,7 @@ class NoProgress:
             stats.identical_pending = 0
         else:
             # Another call's identical acknowledgement ("sent", "ok", true) confirms this call.
-            stale = bool(repeated_output) and (repeated_output == _FROM_SAME_CALL or not is_acknowledgement(observation.text))
+            stale = repeated_output == _FROM_SAME_CALL or (repeated_output == _FROM_OTHER_CALL and not is_acknowledgement(observation.text))
             stats.identical_pending = 0
 
         if kind != "stalled_poll":

@@ -611,8 +611,16 @@ class _Locator:
         return node is not None and id(node) in self.overlay_nodes
 
 
+# pydantic names the member of a union that failed ("int", "float") after the field's path.
+_UNION_MEMBER_TAGS = frozenset({"int", "float", "str", "bool", "none"})
+
+
 def _add_validation_error(problems: _Problems, error: Any, locator: _Locator, suffix: str) -> None:
     loc: PathKey = tuple(error["loc"])
+    if len(loc) > 1 and loc[-1] in _UNION_MEMBER_TAGS and loc not in locator.nodes and loc[:-1] in locator.nodes:
+        if loc[-1] in ("int", "float") and error["type"] in ("int_type", "float_type"):
+            error = {**error, "type": "float_type"}  # an int | float field wants a number
+        loc = loc[:-1]  # budgets.steps.limit.int -> budgets.steps.limit
     kind: str = error["type"]
     value = error.get("input")
     context = error.get("ctx") or {}

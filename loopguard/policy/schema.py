@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 DETECTOR_NAMES = ("repeat", "cycle", "no_progress", "failure", "handoff", "near_duplicate")
 ACTION_NAMES = ("continue", "warn", "replan", "pause", "stop")
@@ -232,3 +233,11 @@ class Policy(_PolicyBody):
     profiles: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Named overlays of this policy, merged deeply; rules merge by id."
     )
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_is_an_integer(cls, value: Any) -> Any:
+        # Literal[1] alone admits true and 1.0 (they equal 1 in Python).
+        if type(value) is not int:
+            raise PydanticCustomError("literal_error", "Input should be 1", {"expected": "1"})
+        return value
