@@ -134,6 +134,20 @@ def test_run_that_is_not_a_run_is_an_error_for_that_run_only() -> None:
     assert str(runs[1].error).startswith("t.json: run 'b': a run must have 'steps' or 'messages'")
 
 
+def test_a_mistyped_label_is_an_error_for_that_run_only() -> None:
+    step = {"tool": "a", "args": {}, "output": "x"}
+    runs = parse_trace(
+        [{"run_id": "typo", "label": "stcuk", "steps": [step]}, {"run_id": "odd", "label": 3, "steps": [step]},
+         {"run_id": "fine", "label": "healthy", "steps": [step]}],
+        source="t.json",
+    )
+    assert [str(run.error) if run.error else None for run in runs] == [
+        "t.json: run 'typo': 'label' must be 'stuck' or 'healthy', got 'stcuk'",
+        "t.json: run 'odd': 'label' must be 'stuck' or 'healthy', got number",
+        None,
+    ]
+
+
 def test_string_arguments_holding_a_json_object_are_kept_as_given() -> None:
     [run] = parse_trace([{"tool": "t", "args": '{"a": 1}'}])
     assert run.items[0].call.arguments == '{"a": 1}'  # type: ignore[union-attr]

@@ -177,6 +177,10 @@ def _run_id(entry: dict[str, Any], fallback: str) -> str:
     return fallback
 
 
+#: The labels of a labelled case (``data/cases/README.md``).
+LABELS = ("stuck", "healthy")
+
+
 def _run(value: Any, source: str, fallback_id: str) -> TraceRun:
     """One run; a malformed run comes back with ``error`` set instead of raising."""
     if isinstance(value, list):
@@ -189,6 +193,12 @@ def _run(value: Any, source: str, fallback_id: str) -> TraceRun:
         body = value[key]
         chat = key != "steps"
         run.meta = {name: item for name, item in value.items() if name not in RUN_BODY_KEYS}
+        label = run.meta.get("label")
+        if label is not None and label not in LABELS:
+            # A mistyped label would silently judge a healthy run as stuck.
+            shown = repr(label) if isinstance(label, str) else _shape(label)
+            run.error = TraceError(f"'label' must be 'stuck' or 'healthy', got {shown}", file=source, run=run.run_id)
+            return run
     else:
         run = TraceRun(run_id=fallback_id)
         if isinstance(value, dict):
