@@ -382,3 +382,12 @@ def test_a_file_too_deep_or_with_huge_numbers_is_one_error_and_the_others_still_
     assert [(report.run_id, report.error) for report in reports][0] == ("fine", None)
     assert reports[1].error == f"{deep}: cannot read JSON: it nests too deeply"
     assert reports[2].error is not None and reports[2].error.startswith(f"{huge}: cannot read JSON: Exceeds the limit")
+
+
+def test_text_output_escapes_control_characters_from_the_trace() -> None:
+    policy = loopguard.policy.load_policy("builtin:default")
+    [run] = parse_trace({"run_id": "red\x1b[31mALERT\x1b[0m\nfake", "steps": [{"tool": "a", "args": {}, "output": "x"}]})
+    assert render_text([replay_run(policy, run)]).splitlines() == [
+        "red\\x1b[31mALERT\\x1b[0m\\x0afake  continue",
+        "1 run: 1 continue; 0 intervened; 0 errors",
+    ]

@@ -244,7 +244,12 @@ def render_text(reports: list[RunReport]) -> str:
             if _decided_by_policy(decision):
                 lines.append(f"    = step {entry.step}: {decision.tool} → {decision.verdict.kind.value} (rule {decision.verdict.rule})")
     lines.append(summary_line(summarize(reports)))
-    return "\n".join(lines)
+    # Run ids, tool names and file names come from the trace: their control characters
+    # (an ANSI escape, a line break in a run id) are shown escaped, never sent to the terminal.
+    return "\n".join(line.translate(_CONTROL_ESCAPES) for line in lines)
+
+
+_CONTROL_ESCAPES = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
 
 
 def _judged_text(expected: Expected) -> str:
