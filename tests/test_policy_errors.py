@@ -204,6 +204,11 @@ def test_condition_position_in_literal_block() -> None:
     assert check_policy_text_errors(text) == ["t.yml:5:24: LG304: invalid condition: invalid syntax"]
 
 
+def test_a_condition_that_ends_too_early_points_at_its_end() -> None:
+    text = 'version: 1\nrules:\n  - id: x\n    when: "tool.calls > "\n    verdict: allow\n'
+    assert check_policy_text_errors(text) == ["t.yml:4:24: LG304: invalid condition: invalid syntax (the expression ends too early)"]
+
+
 def check_policy_text_errors(text: str) -> list[str]:
     from loopguard.policy import check_policy_text
 

@@ -215,9 +215,17 @@ def test_a_policy_that_does_not_load_is_an_error(tmp_path: Path) -> None:
     assert "1 error in" in out
 
 
-def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
+def test_missing_path_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     code, _ = run_cli(str(tmp_path / "nope"))
     assert code == 2
+    assert capsys.readouterr().err == f"loopguard test: {tmp_path / 'nope'}: no such file or directory\n"
+    monkeypatch.chdir(tmp_path)  # a project without policies/tests/
+    code, _ = run_cli()
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "loopguard test: policies/tests: no such file or directory "
+        "(the default; name your policy test files or folders: loopguard test PATH...)\n"
+    )
 
 
 def test_the_shipped_policies_pass_their_own_tests() -> None:

@@ -249,8 +249,9 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as error:
-        offset = (error.offset - 1) if error.offset else None
-        return _raise(f"invalid condition: {error.msg}", offset)
+        if not error.offset:  # CPython reports the end of the input as offset 0
+            return _raise(f"invalid condition: {error.msg} (the expression ends too early)", len(text.strip()))
+        return _raise(f"invalid condition: {error.msg}", error.offset - 1)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):

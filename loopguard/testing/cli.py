@@ -46,10 +46,13 @@ def run_test_command(args: argparse.Namespace, *, stdout: TextIO | None = None, 
     try:
         report = run_tests(args.paths or [DEFAULT_TEST_PATH], keyword=args.keyword)
     except TestFileError as error:
+        message = str(error)
+        if not args.paths:
+            message += " (the default; name your policy test files or folders: loopguard test PATH...)"
         if args.format == "json":
-            print(json.dumps({"error": str(error), "tests": [], "summary": None}), file=out)
+            print(json.dumps({"error": message, "tests": [], "summary": None}), file=out)
         else:
-            print(f"loopguard test: {error}", file=err)
+            print(f"loopguard test: {message}", file=err)
         return EXIT_USAGE
     if args.format == "json":
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False), file=out)
