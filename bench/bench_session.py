@@ -141,10 +141,11 @@ def replay_tau_bench() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (for smoke runs)")
+    parser.add_argument("--rounds", type=int, default=9, help="interleaved rounds (default 9; the median is taken over them)")
     args = parser.parse_args(argv)
     guard = Guard.from_policy("builtin:default")
     print(f"python {sys.version.split()[0]}, policy builtin:default revision {guard.policy.revision}")
-    timings = timed_rounds(guard, 2 if args.quick else 5)
+    timings = timed_rounds(guard, 2 if args.quick else max(1, args.rounds))
     # The ratio is taken within each round (same machine state), then the median.
     ratios = {count: statistics.median(t / base for t, base in zip(timings[count], timings[LENGTHS[0]])) for count in LENGTHS}
     print(f"{'steps':>8} {'µs/step':>9} {'min':>7} {'vs 100':>7} {'session MB':>11}")

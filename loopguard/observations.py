@@ -149,33 +149,40 @@ def is_pending(text: str) -> bool:
 
 
 _ACKNOWLEDGEMENT_LIMIT = 64  # characters
-_WORDS = re.compile(r"[a-z]+")
-_ACKNOWLEDGEMENT_WORDS = frozenset(
+# Words with an apostrophe stay whole, so "wasn't" is one word that is not on the lists.
+_ACKNOWLEDGEMENT_TOKENS = re.compile(r"[a-z]+(?:['\u2019][a-z]+)*")
+_ACKNOWLEDGING = frozenset(
     "ok okay done success successful successfully succeeded sent saved created updated deleted removed added stored "
     "accepted acknowledged completed complete applied recorded scheduled posted published submitted confirmed true yes".split()
 )
-_NOT_ACKNOWLEDGEMENT_WORDS = frozenset(
-    "not no never false fail fails failed failure error errors unable cannot denied invalid none nothing empty".split()
+# The only other words an acknowledgement may hold: what was acknowledged, and grammar.
+_ACKNOWLEDGEMENT_CONTEXT = frozenset(
+    "the a an it this that was were is are has have been be and to of status result message email mail record file "
+    "item entry event task job order request operation action change changes note comment post booking reservation".split()
 )
-_SCALAR = re.compile(r"-?\d+(?:\.\d+)?|true|false", re.ASCII)
+_POSITIVE_SCALAR = re.compile(r"[1-9]\d*(?:\.\d+)?|true", re.ASCII)
 
 
 def is_acknowledgement(text: str) -> bool:
-    """True when a short output only acknowledges a call ("ok", "Email sent.", ``{"success": true}``)
-    or answers it with a bare scalar (a number, ``true``, ``false``).
+    """True when a short output only acknowledges its call ("ok", "Email sent.",
+    ``{"success": true}``) or answers it with a positive number or ``true``.
 
     The same such output from two different calls is not "nothing new": each confirms its own
-    call (a fan-out of writes that each return "sent" is healthy). At most
-    :data:`_ACKNOWLEDGEMENT_LIMIT` characters; a negation or failure word ("not", "failed",
-    ``false`` beside other words) makes it no acknowledgement.
+    call (a fan-out of writes that each return "sent" is healthy). Deliberately narrow: at
+    most :data:`_ACKNOWLEDGEMENT_LIMIT` characters, no digits (so no "0 rows updated"), no
+    empty container, only ASCII, at least one acknowledging word, and every other word from a
+    short list of nouns and grammar words; anything else ("Message wasn't sent", "OK -
+    skipped", ``null``, ``0``, ``-1``, ``false``, text in another language) is no acknowledgement.
     """
     if len(text) > _ACKNOWLEDGEMENT_LIMIT:
         return False
     text = text.strip().strip("\"'").lower()
-    if _SCALAR.fullmatch(text) is not None:
+    if _POSITIVE_SCALAR.fullmatch(text) is not None:
         return True
-    words = _WORDS.findall(text)
-    return not _NOT_ACKNOWLEDGEMENT_WORDS.intersection(words) and not _ACKNOWLEDGEMENT_WORDS.isdisjoint(words)
+    if not text.isascii() or not _ASCII_DIGITS.isdisjoint(text) or "[]" in text or "{}" in text:
+        return False
+    words = _ACKNOWLEDGEMENT_TOKENS.findall(text)
+    return not _ACKNOWLEDGING.isdisjoint(words) and all(word in _ACKNOWLEDGING or word in _ACKNOWLEDGEMENT_CONTEXT for word in words)
 
 
 # --- failures -----------------------------------------------------------------------

@@ -165,3 +165,15 @@ def test_odd_call_objects_names_results_and_usage() -> None:
     assert session.observe_model_call(ModelUsage(input_tokens="x", output_tokens=-5)).action.value == "continue"  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="a tool call must be a loopguard.ToolCall or a mapping with 'name', got NoneType"):
         session.before_call(None)  # type: ignore[arg-type]
+
+
+def test_acknowledgements_confirm_new_calls_but_not_a_repeated_round() -> None:
+    """Five emails to five people, each "Email sent.", are healthy; sending all five again
+    is no progress even though each earlier result has left the skeleton's bucket."""
+    session = Guard.from_policy("builtin:default").session(run_id="t")
+    actions = []
+    for target in "abcde" * 3:
+        call = ToolCall("send_email", {"to": f"{target}@example.com"})
+        session.before_call(call)
+        actions.append(session.after_call(call, ToolResult("Email sent.")).action.value)
+    assert actions == ["continue"] * 6 + ["warn"] * 4 + ["stop"] * 5

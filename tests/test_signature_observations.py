@@ -103,9 +103,11 @@ def test_pending_states() -> None:
 
 @pytest.mark.parametrize(
     ("text", "acknowledgement"),
-    [("ok", True), ("Email sent.", True), ('{"status": "ok"}', True), ('{"success": true}', True), ("42", True), ("false", True),
-     ('{"ok": false}', False), ("Message could not be sent", False), ("no", False), ("", False), ("[]", False),
-     ("Here are the results: a, b, c", False), ("saved " + "x" * 60, False)],
+    [("ok", True), ("Email sent.", True), ('{"status": "ok"}', True), ('{"success": true}', True), ("42", True), ("true", True),
+     ("false", False), ("0", False), ("-1", False), ("null", False), ('{"ok": false}', False), ("Message could not be sent", False),
+     ("Message wasn't sent.", False), ("Updated 0 rows", False), ("OK - skipped (duplicate)", False), ('{"ok": true, "results": []}', False),
+     ("ok \u2014 nicht gesendet", False), ("no", False), ("", False), ("[]", False), ("Here are the results: a, b, c", False),
+     ("saved " + "x" * 60, False)],
 )
 def test_acknowledgements(text: str, acknowledgement: bool) -> None:
     assert is_acknowledgement(text) is acknowledgement

@@ -141,7 +141,10 @@ class NoProgress:
             stats.identical_pending = 0
         else:
             # Another call's identical acknowledgement ("sent", "ok", true) confirms this call.
-            stale = repeated_output == _FROM_SAME_CALL or (repeated_output == _FROM_OTHER_CALL and not is_acknowledgement(observation.text))
+            # (The same call's own last output repeated is stale even when the bucket has forgotten it.)
+            stale = repeated_output == _FROM_SAME_CALL or (
+                repeated_output == _FROM_OTHER_CALL and (identical or not is_acknowledgement(observation.text))
+            )
             stats.identical_pending = 0
 
         if kind != "stalled_poll":
