@@ -109,3 +109,28 @@ def test_an_unhashable_call_id_is_used_as_text() -> None:
     assert session.before_call(call).action.value == "continue"
     decision = session.after_call(call, ToolResult("text"))
     assert (decision.action.value, decision.call_index) == ("continue", 0)
+
+
+def test_a_new_no_progress_memory_applies_to_tools_already_seen() -> None:
+    from loopguard import ToolCall, ToolResult, load_policy_text
+    from loopguard.session import Session
+
+    def policy(memory: int):
+        return load_policy_text(f"version: 1\nextends: builtin:default\ndetectors:\n  no_progress: {{memory: {memory}}}\n")
+
+    current = {"policy": policy(64)}
+    session = Session(lambda: current["policy"], run_id="t")  # a policy source read on every step
+
+    def lookup(index: int) -> str:
+        call = ToolCall("lookup", {"id": index})
+        session.before_call(call)
+        decision = session.after_call(call, ToolResult(f"{'xyz' * index} record"))  # one skeleton per output
+        return [signal.kind for signal in decision.signals if signal.detector == "no_progress"]
+
+    for index in range(1, 9):
+        lookup(index)
+    current["policy"] = policy(4)  # the tool's store keeps only the 4 newest outputs now
+    lookup(9)
+    # Outputs 1 and 2 were forgotten, so reading them again is new information; with the
+    # old memory of 64 the second of them would make a no-progress streak.
+    assert lookup(1) + lookup(2) == []

@@ -25,6 +25,12 @@ class BoundedMap(OrderedDict, Generic[Key, Value]):  # type: ignore[type-arg]
         super().__init__()
         self.capacity = capacity
 
+    def resize(self, capacity: int) -> None:
+        """Change the capacity, forgetting the least recently written entries beyond it."""
+        self.capacity = capacity
+        while len(self) > capacity:
+            self.popitem(last=False)
+
     def put(self, key: Key, value: Value) -> None:
         if key in self:
             self.move_to_end(key)

@@ -52,6 +52,10 @@ class _ToolOutputs:
         self._failures: BoundedMap[int, None] = BoundedMap(capacity)
         self._outputs: BoundedMap[int, _Bucket] = BoundedMap(capacity)
 
+    def resize(self, capacity: int) -> None:
+        self._failures.resize(capacity)
+        self._outputs.resize(capacity)
+
     def contains_and_add(self, observation: Observation, call: int) -> int:
         """Whether this tool already returned ``observation`` (``_NEW``, ``_FROM_SAME_CALL`` or
         ``_FROM_OTHER_CALL``, the latter only for exact repeats); then remember it.
@@ -86,10 +90,12 @@ class NoProgress:
     name = "no_progress"
 
     def __init__(self, config: NoProgressDetector) -> None:
-        self.reconfigure(config)
         self._seen: BoundedMap[str, _ToolOutputs] = BoundedMap(_TOOLS_REMEMBERED)
+        self.reconfigure(config)
 
     def reconfigure(self, config: NoProgressDetector) -> None:
+        for outputs in self._seen.values():  # a new memory applies to the tools already seen too
+            outputs.resize(config.memory)
         self.config = config
         self._active, self._patience = config.enabled, config.patience  # read on every result
 
