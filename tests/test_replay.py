@@ -391,3 +391,9 @@ def test_text_output_escapes_control_characters_from_the_trace() -> None:
         "red\\x1b[31mALERT\\x1b[0m\\x0afake  continue",
         "1 run: 1 continue; 0 intervened; 0 errors",
     ]
+
+
+def test_a_directory_without_trace_files_is_an_io_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes.txt").write_text("not a trace")
+    assert main(["replay", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"loopguard replay: {tmp_path}: cannot read: no trace files (*.json, *.jsonl, *.ndjson) in this directory\n"

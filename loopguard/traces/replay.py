@@ -131,11 +131,20 @@ def replay_file(
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     """Paths as given, with each directory replaced by its ``*.json`` / ``*.jsonl`` /
-    ``*.ndjson`` files in name order (not recursive)."""
+    ``*.ndjson`` files in name order (not recursive).
+
+    Raises:
+        TraceIOError: a directory holds no trace file (a mistyped folder must not pass as
+            "0 runs, nothing found").
+    """
     expanded: list[Path] = []
     for path in map(Path, paths):
         if path.is_dir():
-            expanded.extend(sorted(child for child in path.iterdir() if child.suffix.lower() in TRACE_SUFFIXES))
+            found = sorted(child for child in path.iterdir() if child.suffix.lower() in TRACE_SUFFIXES)
+            if not found:
+                suffixes = ", ".join(f"*{suffix}" for suffix in TRACE_SUFFIXES)
+                raise TraceIOError(TraceError(f"cannot read: no trace files ({suffixes}) in this directory", file=str(path)))
+            expanded.extend(found)
         else:
             expanded.append(path)
     return expanded
