@@ -160,6 +160,7 @@ _ACKNOWLEDGEMENT_CONTEXT = frozenset(
     "the a an it this that was were is are has have been be and to of status result message email mail record file "
     "item entry event task job order request operation action change changes note comment post booking reservation".split()
 )
+_QUESTION_STARTS = frozenset("was were is are has have be to".split())
 _POSITIVE_SCALAR = re.compile(r"[1-9]\d*(?:\.\d+)?|true", re.ASCII)
 
 
@@ -170,8 +171,9 @@ def is_acknowledgement(text: str) -> bool:
     The same such output from two different calls is not "nothing new": each confirms its own
     call (a fan-out of writes that each return "sent" is healthy). Deliberately narrow: at
     most :data:`_ACKNOWLEDGEMENT_LIMIT` characters, no digits (so no "0 rows updated"), no
-    empty container, only ASCII, at least one acknowledging word, and every other word from a
-    short list of nouns and grammar words; anything else ("Message wasn't sent", "OK -
+    empty container or string, only ASCII, at least one acknowledging word, every other word
+    from a short list of nouns and grammar words, and neither a question nor a promise ("Was
+    the email sent", "Change to be applied"); anything else ("Message wasn't sent", "OK -
     skipped", ``null``, ``0``, ``-1``, ``false``, text in another language) is no acknowledgement.
     """
     if len(text) > _ACKNOWLEDGEMENT_LIMIT:
@@ -179,9 +181,14 @@ def is_acknowledgement(text: str) -> bool:
     text = text.strip().strip("\"'").lower()
     if _POSITIVE_SCALAR.fullmatch(text) is not None:
         return True
-    if not text.isascii() or not _ASCII_DIGITS.isdisjoint(text) or "[]" in text or "{}" in text:
+    if not text.isascii() or not _ASCII_DIGITS.isdisjoint(text):
         return False
+    packed = "".join(text.split())
+    if "[]" in packed or "{}" in packed or '""' in packed or "''" in packed:
+        return False  # an empty container or string: nothing came back
     words = _ACKNOWLEDGEMENT_TOKENS.findall(text)
+    if not words or words[0] in _QUESTION_STARTS or "to be" in " ".join(words) or "has to" in " ".join(words):
+        return False  # "Was the email sent", "Change to be applied": not done (yet)
     return not _ACKNOWLEDGING.isdisjoint(words) and all(word in _ACKNOWLEDGING or word in _ACKNOWLEDGEMENT_CONTEXT for word in words)
 
 

@@ -177,3 +177,17 @@ def test_acknowledgements_confirm_new_calls_but_not_a_repeated_round() -> None:
         session.before_call(call)
         actions.append(session.after_call(call, ToolResult("Email sent.")).action.value)
     assert actions == ["continue"] * 6 + ["warn"] * 4 + ["stop"] * 5
+
+
+def test_acknowledgements_that_alternate_across_rounds_are_still_stale() -> None:
+    """Five items toggled again and again ("Item added." / "Item removed."): every round
+    after the first repeats calls that have had results, so it brings nothing new."""
+    session = Guard.from_policy("builtin:default").session(run_id="t")
+    actions = []
+    for round_index in range(3):
+        for item in range(5):
+            call = ToolCall("toggle_item", {"item": f"i{item}"})
+            session.before_call(call)
+            output = "Item added." if round_index % 2 == 0 else "Item removed."
+            actions.append(session.after_call(call, ToolResult(output)).action.value)
+    assert actions == ["continue"] * 7 + ["warn"] * 8

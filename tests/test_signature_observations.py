@@ -107,7 +107,8 @@ def test_pending_states() -> None:
      ("false", False), ("0", False), ("-1", False), ("null", False), ('{"ok": false}', False), ("Message could not be sent", False),
      ("Message wasn't sent.", False), ("Updated 0 rows", False), ("OK - skipped (duplicate)", False), ('{"ok": true, "results": []}', False),
      ("ok \u2014 nicht gesendet", False), ("no", False), ("", False), ("[]", False), ("Here are the results: a, b, c", False),
-     ("saved " + "x" * 60, False)],
+     ("saved " + "x" * 60, False), ("Change to be applied", False), ("Was the email sent", False),
+     ('{"result": [ ], "ok": true}', False), ('{"ok": true, "result": ""}', False), ("Email has been sent", True)],
 )
 def test_acknowledgements(text: str, acknowledgement: bool) -> None:
     assert is_acknowledgement(text) is acknowledgement

@@ -146,10 +146,11 @@ class NoProgress:
             kind = "reread"
             stats.identical_pending = 0
         else:
-            # Another call's identical acknowledgement ("sent", "ok", true) confirms this call.
-            # (The same call's own last output repeated is stale even when the bucket has forgotten it.)
+            # A new call's acknowledgement ("sent", "ok", true) confirms that call even when
+            # other calls got the same one. A call that has had results before gets no such
+            # pass: the bucket may have forgotten its own earlier output (a repeated fan-out).
             stale = repeated_output == _FROM_SAME_CALL or (
-                repeated_output == _FROM_OTHER_CALL and (identical or not is_acknowledgement(observation.text))
+                repeated_output == _FROM_OTHER_CALL and (stats.results > 0 or not is_acknowledgement(observation.text))
             )
             stats.identical_pending = 0
 
