@@ -210,38 +210,3 @@ class Decision:
             "mode": self.mode,
         }
 
-
-_new_object = object.__new__
-
-
-def new_decision(
-    step: int,
-    phase: str,
-    action: GuardAction,
-    risk: float,
-    signals: tuple[Signal, ...],
-    verdict: Verdict,
-    revision: str,
-    mode: str,
-    tool: str | None,
-    call_index: int | None,
-) -> Decision:
-    """``Decision(...)`` for the session's hot path, with ``rule`` taken from the verdict.
-
-    The same object as the class call builds, without it: on CPython 3.11 calling a class
-    whose ``__init__`` is Python code costs about a third more than a plain function
-    call that sets the slots (the class call cannot be inlined by the interpreter).
-    """
-    decision = _new_object(Decision)
-    decision.step = step
-    decision.phase = phase
-    decision.action = action
-    decision.risk = risk
-    decision.signals = signals
-    decision.verdict = verdict
-    decision.rule = verdict.rule
-    decision.revision = revision
-    decision.mode = mode
-    decision.tool = tool
-    decision.call_index = call_index
-    return decision

@@ -160,7 +160,8 @@ _ACKNOWLEDGEMENT_CONTEXT = frozenset(
     "the a an it this that was were is are has have been be and to of status result message email mail record file "
     "item entry event task job order request operation action change changes note comment post booking reservation".split()
 )
-_QUESTION_STARTS = frozenset("was were is are has have be to".split())
+# First words of a question ("Was the email sent") or of something still to happen ("To be sent").
+_NOT_DONE_STARTS = frozenset("was were is are has have be to".split())
 _POSITIVE_SCALAR = re.compile(r"[1-9]\d*(?:\.\d+)?|true", re.ASCII)
 
 
@@ -187,7 +188,8 @@ def is_acknowledgement(text: str) -> bool:
     if "[]" in packed or "{}" in packed or '""' in packed or "''" in packed:
         return False  # an empty container or string: nothing came back
     words = _ACKNOWLEDGEMENT_TOKENS.findall(text)
-    if not words or words[0] in _QUESTION_STARTS or "to be" in " ".join(words) or "has to" in " ".join(words):
+    phrase = " ".join(words)
+    if not words or words[0] in _NOT_DONE_STARTS or "to be" in phrase or "has to" in phrase:
         return False  # "Was the email sent", "Change to be applied": not done (yet)
     return not _ACKNOWLEDGING.isdisjoint(words) and all(word in _ACKNOWLEDGING or word in _ACKNOWLEDGEMENT_CONTEXT for word in words)
 
@@ -259,9 +261,9 @@ _RETRYABLE_WORDS_ASCII, _PERMANENT_WORDS_ASCII = _ascii_twin(_RETRYABLE_WORDS), 
 _CONTEXT_OVERFLOW = re.compile(r"\b(?:context (?:window|length) (?:exceeded|overflow)|maximum context length|prompt is too long|token limit exceeded)\b")
 _LEADING = " \t\n\"'[({:-"
 _ASCII_NON_WORD = "".join(chr(code) for code in range(128) if not (chr(code).isalnum() or chr(code) == "_"))
-_ERROR_START = re.compile(r"^\W*(error|exception|traceback|fatal|failed|failure|panic)\b")
-_ERROR_START_ASCII = _ascii_twin(_ERROR_START)
 _ERROR_WORDS = ("error", "exception", "traceback", "fatal", "failed", "failure", "panic")
+_ERROR_START = re.compile(r"^\W*(" + "|".join(_ERROR_WORDS) + r")\b")
+_ERROR_START_ASCII = _ascii_twin(_ERROR_START)
 _EXIT_CODE = re.compile(r"\[?exit(?:ed)?(?: with)? (?:code|status)[:= ]*([1-9]\d*)\]?")
 
 

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 from .calls import ModelUsage, ToolCall, ToolResult
 from .counters import Counters, check_budgets
 from .decision_log import record_decision
-from .decisions import ALLOW, Decision, GuardAction, Signal, Verdict, VerdictKind, new_decision
+from .decisions import ALLOW, Decision, GuardAction, Signal, Verdict, VerdictKind
 from .detectors.base import CallRecord, RunMemory, SignatureStats
 from .detectors.cycle import Cycle
 from .detectors.failure import Failure
@@ -472,7 +472,7 @@ class Session:
         """The decision for one step (``tool`` and ``call_index`` are ``None`` for steps that are not tool calls)."""
         if not signals and minimum is _CONTINUE and policy.quiet_action is _CONTINUE:
             # Most steps: no signal, nothing to do.
-            decision = new_decision(step, phase, _CONTINUE, 0.0, (), verdict, policy.revision, policy.mode, tool, call_index)
+            decision = Decision(step, phase, _CONTINUE, 0.0, (), verdict, verdict.rule, policy.revision, policy.mode, tool, call_index)
             self._decisions.append(decision)
             if policy.logs_decisions:
                 record_decision(policy, self.run_id, decision, self.thread_id)
@@ -485,7 +485,7 @@ class Session:
         severity = _SEVERITY[action._value_]
         if severity >= _REPLAN_SEVERITY and phase == "before_call":  # only a pending call gets a detector verdict
             verdict = _detector_verdict(action, signals, verdict)  # type: ignore[arg-type]
-        decision = new_decision(step, phase, action, risk, signals, verdict, policy.revision, policy.mode, tool, call_index)  # type: ignore[arg-type]
+        decision = Decision(step, phase, action, risk, signals, verdict, verdict.rule, policy.revision, policy.mode, tool, call_index)  # type: ignore[arg-type]
         self._decisions.append(decision)
         if policy.logs_decisions:
             record_decision(policy, self.run_id, decision, self.thread_id)

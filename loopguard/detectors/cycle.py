@@ -21,10 +21,9 @@ class Cycle:
     name = "cycle"
 
     def __init__(self, config: CycleDetector) -> None:
-        self.config = config
-        self._active = config.enabled
-        self._keys: deque[int] = deque(maxlen=config.max_period * config.repeats)
-        self._tools: deque[str] = deque(maxlen=config.max_period * config.repeats)
+        self._keys: deque[int] = deque()
+        self._tools: deque[str] = deque()
+        self.reconfigure(config)
 
     def reconfigure(self, config: CycleDetector) -> None:
         self.config = config

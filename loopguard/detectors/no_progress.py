@@ -3,8 +3,9 @@
 A result is *stale* when it is empty ("no results", ``[]``), when it re-reads a range
 already read (see near_duplicate), when the same tool has already returned it (exactly;
 for the same call, after normalising volatile parts, so "stored record 7f02" and
-"stored record 7f03" are the same; another call's identical acknowledgement or bare
-answer, such as "sent" or ``true``, is not stale), or when it repeats a failure already seen. A result that reports a pending state (queued, running, ...) is a healthy poll
+"stored record 7f03" are the same; a new call's acknowledgement that another call got
+too, such as "sent" or ``true``, is not stale), or when it repeats a failure already
+seen. A result that reports a pending state (queued, running, ...) is a healthy poll
 and only counts as stale after ``poll_patience`` identical observations. The signal
 is active while the newest ``patience`` results in a row are stale; any new
 information ends it.
