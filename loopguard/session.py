@@ -481,8 +481,10 @@ class Session:
             return decision
         signals = tuple(signals)  # type: ignore[assignment]
         risk = policy.risk_of(signals)  # type: ignore[arg-type]
-        action = GuardAction.most_severe(policy.action_for(risk), minimum)
+        action = policy.action_for(risk)
         severity = _SEVERITY[action._value_]
+        if minimum is not _CONTINUE and _SEVERITY[minimum._value_] > severity:
+            action, severity = minimum, _SEVERITY[minimum._value_]
         if severity >= _REPLAN_SEVERITY and phase == "before_call":  # only a pending call gets a detector verdict
             verdict = _detector_verdict(action, signals, verdict)  # type: ignore[arg-type]
         decision = Decision(step, phase, action, risk, signals, verdict, verdict.rule, policy.revision, policy.mode, tool, call_index)  # type: ignore[arg-type]

@@ -134,3 +134,34 @@ def test_a_new_no_progress_memory_applies_to_tools_already_seen() -> None:
     # Outputs 1 and 2 were forgotten, so reading them again is new information; with the
     # old memory of 64 the second of them would make a no-progress streak.
     assert lookup(1) + lookup(2) == []
+
+
+def test_paging_forward_is_context_and_reading_a_page_again_is_a_signal() -> None:
+    """Pages read once per signature's shape: the third read of page 2 (as 2.0) still counts."""
+    session = default_session()
+    seen = []
+    for index, page in enumerate([1, 2, 3, 1, 2, 2.0]):
+        call = ToolCall("list_orders", {"status": "open", "page": page}, id=f"c{index}")
+        decision = session.before_call(call)
+        session.after_call(call, ToolResult(f"orders {page * 10}-{page * 10 + 9}"))
+        seen.append((decision.action.value, decision.risk, signals(decision)))
+    assert seen == [
+        ("continue", 0.0, []),
+        ("continue", 0.3, [("near_duplicate", "pagination")]),
+        ("continue", 0.3, [("near_duplicate", "pagination")]),
+        ("continue", 0.0, []),
+        ("warn", 0.6, [("near_duplicate", "reread_range")]),
+        ("stop", 0.95, [("no_progress", "reread"), ("repeat", "interleaved_repeat"), ("near_duplicate", "reread_range")]),
+    ]
+    paging = session.decisions[2].signals[0]  # the pending call of page 2
+    assert (paging.message, paging.evidence) == ("list_orders pages forward (range 2–3)", {"call": 1, "range": [2.0, 3.0]})
+
+
+def test_a_lone_signal_is_combined_like_several() -> None:
+    """The one-signal shortcut of risk_of rounds as the general noisy_or product does."""
+    from loopguard.decisions import Signal
+
+    policy = load_policy_text("version: 1\nextends: builtin:default\nscoring: {combine: noisy_or}\n")
+    lone = Signal("repeat", "identical_call", 0.3, "m")
+    assert policy.risk_of((lone,)) == 0.30000000000000004  # 1 - (1 - 0.3), not 0.3
+    assert policy.risk_of((lone, Signal("cycle", "cycle_of_2", 0.0, "m"))) == policy.risk_of((lone,))

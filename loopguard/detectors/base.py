@@ -96,9 +96,11 @@ class SignatureStats:
         polling: the latest result repeated a pending state within the poll patience.
         failures: error shape -> identical failures in a row (``None`` until the first failure).
         novel_at_failure: error shape -> the run's novel-result count at its last failure.
+        arguments_shape: what near_duplicate read from the arguments (``None`` until it has
+            read them; they never change for one signature, so repeated calls are read once).
     """
 
-    __slots__ = ("results", "last", "advancing", "last_failure", "identical_pending", "polling", "failures", "novel_at_failure")
+    __slots__ = ("results", "last", "advancing", "last_failure", "identical_pending", "polling", "failures", "novel_at_failure", "arguments_shape")
 
     def __init__(self) -> None:
         self.results = 0
@@ -110,6 +112,7 @@ class SignatureStats:
         # Most signatures never fail: their failure tables are built on the first failure.
         self.failures: dict[int, int] | None = None
         self.novel_at_failure: dict[int, int] | None = None
+        self.arguments_shape: Any = None
 
 
 @dataclass(slots=True)

@@ -68,6 +68,11 @@ class _Shape:
     structure: tuple[Any, ...]
     words: frozenset[str]
     span: tuple[float, float] | None
+    span_text: str = ""  # the range as a message shows it (formatted once per signature)
+
+
+#: The shape of arguments with no text, range, throwaway key or volatile value (see _plain).
+_PLAIN = _Shape(0, (), frozenset(), None)
 
 
 def _words(text: str) -> frozenset[str]:
@@ -97,9 +102,10 @@ def _number(value: Any) -> float | None:
 
 
 def _span(arguments: dict[str, Any]) -> tuple[float, float] | None:
+    """The range a call reads, if its arguments name one."""
+    if _RANGE_KEYS.isdisjoint(map(str.lower, map(str, arguments))):
+        return None  # most calls: no range key, found without building anything
     lowered = {str(key).lower(): value for key, value in arguments.items() if str(key).lower() in _RANGE_KEYS}
-    if not lowered:
-        return None
     for low_key, high_key in _RANGE_PAIRS:
         if low_key not in lowered:
             continue
@@ -143,7 +149,7 @@ def shape_of(record: CallRecord) -> _Shape:
                 continue
         exact.append((key, value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)[:500]))
     structure = (record.tool, tuple(exact), tuple(text_keys), span is not None)
-    return _Shape(record.signature.key, structure, frozenset(words), span)
+    return _Shape(record.signature.key, structure, frozenset(words), span, "" if span is None else f"{span[0]:g}–{span[1]:g}")
 
 
 def _is_volatile(value: str) -> bool:
@@ -185,67 +191,81 @@ class NearDuplicate:
     def __init__(self, config: NearDuplicateDetector) -> None:
         self.reconfigure(config)
         self._recent: BoundedMap[str, deque[tuple[_Shape, bool]]] = BoundedMap(256)
-        self._shapes: BoundedMap[int, _Shape] = BoundedMap(256)  # repeated calls are read once
 
     def reconfigure(self, config: NearDuplicateDetector) -> None:
         self.config = config
         # Read on every call: plain attributes (a pydantic attribute costs several times more).
         self._window, self._similarity, self._repeats, self._active = config.window, config.similarity, config.repeats, config.enabled
+        self._weight, self._pagination_score = config.weight, min(PAGINATION_SCORE, config.weight)
 
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
-        if _plain(record.signature.arguments):
-            return None  # exact values only: a near-duplicate would be an identical call, the repeat detector's job
-        shape = self._shapes.get(record.signature.key)
+        stats = record.stats
+        shape = stats.arguments_shape  # read once per signature: arguments never change
         if shape is None:
-            shape = shape_of(record)
-            self._shapes.put(record.signature.key, shape)
-        recent = self._recent.get(record.tool)
+            shape = stats.arguments_shape = _PLAIN if _plain(record.signature.arguments) else shape_of(record)
+        if shape is _PLAIN:
+            return None  # exact values only: a near-duplicate would be an identical call, the repeat detector's job
+        tool = record.signature.tool
+        recent = self._recent.get(tool)
         if recent is None or recent.maxlen != self._window:
             recent = deque(recent or (), maxlen=self._window)
-            self._recent.put(record.tool, recent)
+            self._recent.put(tool, recent)
+        # Only calls of the same structure compare; it records whether there is a range, so
+        # either all of them have one or none has.
+        structure, span = shape.structure, shape.span
+        if span is not None:
+            return self._ranged(record, shape, span, [entry for entry in recent if entry[0].structure == structure], recent)
         similar = 1
         signatures = {shape.signature}
-        covered: list[tuple[float, float]] = []
-        rereads = 0
-        previous_span: tuple[float, float] | None = None
-        for earlier, was_reread in recent:
-            if earlier.structure != shape.structure:
-                continue
-            if shape.span is not None and earlier.span is not None:
-                covered.append(earlier.span)
-                rereads += was_reread
-                previous_span = earlier.span
-            elif _jaccard(earlier.words, shape.words) >= self._similarity:
+        words, similarity = shape.words, self._similarity
+        for earlier, _ in recent:
+            if earlier.structure == structure and _jaccard(earlier.words, words) >= similarity:
                 similar += 1
                 signatures.add(earlier.signature)
-        reread = shape.span is not None and _inside(shape.span, covered)
+        recent.append((shape, False))
+        if self._active and similar >= self._repeats and len(signatures) >= 2:
+            return Signal(
+                detector=self.name,
+                kind="reworded_call",
+                score=self._weight,
+                message=f"{tool} is called {similar} times with arguments that differ only in wording or throwaway values",
+                evidence={"call": record.index, "similar_calls": similar},
+            )
+        return None
+
+    def _ranged(
+        self,
+        record: CallRecord,
+        shape: _Shape,
+        span: tuple[float, float],
+        earlier: list[tuple[_Shape, bool]],
+        recent: deque[tuple[_Shape, bool]],
+    ) -> Signal | None:
+        """A call with a range, given the recent calls that differ from it only in their range."""
+        reread = _inside(span, [entry[0].span for entry in earlier]) if earlier else False  # type: ignore[misc]
         record.rereads_known_range = reread  # its result can only repeat what was read (no_progress)
         recent.append((shape, reread))
         if not self._active:
             return None
-        if reread and rereads + 1 >= self._repeats - 1:
+        if reread:
+            rereads = 1 + sum(entry[1] for entry in earlier)
+            if rereads >= self._repeats - 1:
+                return Signal(
+                    self.name,
+                    "reread_range",
+                    self._weight,
+                    f"{describe(record)} re-reads a range already read ({rereads} re-reads)",
+                    {"call": record.index, "range": list(span), "rereads": rereads},
+                )
+            return None
+        if earlier and span[0] >= earlier[-1][0].span[1]:  # type: ignore[index]
+            # Healthy paging is common: this signal is built positionally from prepared parts.
             return Signal(
-                detector=self.name,
-                kind="reread_range",
-                score=self.config.weight,
-                message=f"{describe(record)} re-reads a range already read ({rereads + 1} re-reads)",
-                evidence={"call": record.index, "range": list(shape.span), "rereads": rereads + 1},
-            )
-        if similar >= self._repeats and len(signatures) >= 2:
-            return Signal(
-                detector=self.name,
-                kind="reworded_call",
-                score=self.config.weight,
-                message=f"{record.tool} is called {similar} times with arguments that differ only in wording or throwaway values",
-                evidence={"call": record.index, "similar_calls": similar},
-            )
-        if shape.span is not None and previous_span is not None and shape.span[0] >= previous_span[1] and not reread:
-            return Signal(
-                detector=self.name,
-                kind="pagination",
-                score=min(PAGINATION_SCORE, self.config.weight),
-                message=f"{record.tool} pages forward (range {shape.span[0]:g}–{shape.span[1]:g})",
-                evidence={"call": record.index, "range": list(shape.span)},
+                self.name,
+                "pagination",
+                self._pagination_score,
+                f"{record.signature.tool} pages forward (range {shape.span_text})",
+                {"call": record.index, "range": list(span)},
             )
         return None
 

@@ -71,7 +71,7 @@ class _ToolOutputs:
             return _NEW
         exact, calls, exacts = observation.exact, bucket.calls, bucket.exacts
         if exact in exacts:
-            if any(calls[index] == call for index, earlier in enumerate(exacts) if earlier == exact):
+            if (call, exact) in zip(calls, exacts):
                 return _FROM_SAME_CALL  # this very output of this call is already stored
             known = _FROM_OTHER_CALL
         else:

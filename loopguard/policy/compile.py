@@ -133,6 +133,7 @@ class CompiledPolicy:
     _noisy_or: bool = field(init=False, repr=False, compare=False)
     _thresholds: tuple[float, float, float, float] = field(init=False, repr=False, compare=False)
     _escalations: tuple[tuple[frozenset[str], float], ...] = field(init=False, repr=False, compare=False)
+    _escalations_alone: dict[str, float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         model = self.model
@@ -147,6 +148,13 @@ class CompiledPolicy:
             "_thresholds": (thresholds.warn, thresholds.replan, thresholds.pause, thresholds.stop),
             "_escalations": tuple((frozenset(escalation.when), escalation.risk) for escalation in model.scoring.escalate),
         }
+        # An escalation that names one detector (twice: ``when: [repeat, repeat]``) applies to it alone.
+        alone: dict[str, float] = {}
+        for detectors, risk in hot["_escalations"]:
+            if len(detectors) == 1:
+                (detector,) = detectors
+                alone[detector] = max(risk, alone.get(detector, 0.0))
+        hot["_escalations_alone"] = alone
         for name, value in hot.items():
             object.__setattr__(self, name, value)  # a frozen dataclass sets its own fields so
         object.__setattr__(self, "quiet_action", self.action_for(0.0))
@@ -205,6 +213,11 @@ class CompiledPolicy:
         scores, raised to an escalation's risk when all its detectors are active."""
         if not signals:
             return 0.0
+        if len(signals) == 1:  # the usual case when anything is active: no set to build
+            signal = signals[0]
+            risk = 1.0 - (1.0 - signal.score) if self._noisy_or else signal.score  # as the general path rounds
+            alone = self._escalations_alone.get(signal.detector)
+            return alone if alone is not None and alone > risk else risk
         if self._noisy_or:
             remaining = 1.0
             for signal in signals:
