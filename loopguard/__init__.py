@@ -7,7 +7,7 @@ The public API::
     guard = Guard.from_file("loopguard.yml")          # or Guard.from_policy() for the default
     session = guard.session(run_id="run-1")
     decision = session.before_call(ToolCall("search", {"q": "flights"}))
-    if decision.verdict.runs_tool:
+    if decision.runs_tool:
         ...run the tool...
         session.after_call(call, ToolResult(output))
 """

@@ -192,6 +192,13 @@ class Decision:
         return self.action.at_least(GuardAction.REPLAN)
 
     @property
+    def runs_tool(self) -> bool:
+        """True when the pending call should run: its verdict is ``allow``, or the decision
+        was made in observe mode, where verdicts are recorded and never applied. This is what
+        an adapter, or a loop of your own, checks before running a call."""
+        return self.verdict.kind is VerdictKind.ALLOW or self.mode == "observe"
+
+    @property
     def reasons(self) -> list[str]:
         return [signal.message for signal in self.signals]
 

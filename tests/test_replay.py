@@ -397,3 +397,19 @@ def test_a_directory_without_trace_files_is_an_io_error(tmp_path: Path, capsys: 
     (tmp_path / "notes.txt").write_text("not a trace")
     assert main(["replay", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"loopguard replay: {tmp_path}: cannot read: no trace files (*.json, *.jsonl, *.ndjson) in this directory\n"
+
+
+@pytest.mark.parametrize("name, content", [("blank.jsonl", "\n  \n"), ("empty_list.json", "[]"), ("no_runs.json", '{"runs": []}')])
+def test_a_trace_file_without_runs_is_an_error_for_that_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: str) -> None:
+    """A trace that was never written (a blank file, ``[]``) must not pass as "0 runs"."""
+    empty = tmp_path / name
+    empty.write_text(content)
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"run_id": "fine", "steps": [{"tool": "a", "args": {}, "output": "x"}]}))
+    assert main(["replay", str(empty), str(good)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:] == [
+        f"{name}  ERROR     {empty}: no runs: the file holds no steps or messages",
+        f"{'fine':<{len(name)}}  continue",
+        "2 runs: 1 continue; 0 intervened; 1 error",
+    ]

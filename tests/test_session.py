@@ -114,6 +114,11 @@ def test_observe_mode_decides_the_same_and_counts_every_call() -> None:
     assert [(d.action, d.verdict.kind) for d in enforce.decisions] == [(d.action, d.verdict.kind) for d in observe.decisions]
     assert {d.mode for d in observe.decisions} == {"observe"}
     assert (enforce.run.tool_calls, observe.run.tool_calls) == (2, 3)
+    # The third email's verdict refuses it in both; only the enforcing session keeps it from running.
+    pending = [d for d in enforce.decisions if d.phase == "before_call"], [d for d in observe.decisions if d.phase == "before_call"]
+    assert [d.runs_tool for d in pending[0]] == [True, True, False]
+    assert [d.runs_tool for d in pending[1]] == [True, True, True]
+    assert [d.verdict.runs_tool for d in pending[1]] == [True, True, False]
 
 
 def test_sessions_keep_their_state_across_a_swap(tmp_path) -> None:

@@ -154,7 +154,7 @@ class GuardedTools:
 
     def _apply(self, call: ToolCall, decision: Decision) -> CallOutcome:
         verdict = decision.verdict
-        if not verdict.runs_tool and decision.mode == "enforce":
+        if not decision.runs_tool:
             # The payload is what the model reads as this call's result: record it as one.
             after = self.session.after_call(call, ToolResult(verdict.payload(), True if verdict.is_error else None))
             return CallOutcome(call, decision, verdict.payload(), ran=False, after=after)

@@ -52,8 +52,16 @@ def read_trace(path: str | Path) -> list[TraceRun]:
 
     Raises:
         TraceIOError: the file cannot be opened or read.
-        TraceFileError: the file is not UTF-8 JSON / JSON Lines, or not a trace.
+        TraceFileError: the file is not UTF-8 JSON / JSON Lines, not a trace, or holds no run
+            (an empty or blank file, ``[]``: a trace that was never written must not pass).
     """
+    runs = _read_runs(path)
+    if not runs:
+        raise TraceFileError(TraceError("no runs: the file holds no steps or messages", file=str(path)))
+    return runs
+
+
+def _read_runs(path: str | Path) -> list[TraceRun]:
     name = str(path)
     try:
         raw = Path(path).read_bytes()
