@@ -83,7 +83,7 @@ def _canonical(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset())
             if index >= MAX_ITEMS:
                 out["<more>"] = f"{len(items) - MAX_ITEMS} {_rest_digest(items[MAX_ITEMS:])}"
                 break
-            out[key if isinstance(key, str) else _key_text(key)] = canonical_value(item, _depth + 1, seen)
+            out[key if type(key) is str else _key_text(key)] = canonical_value(item, _depth + 1, seen)
         return out
     if isinstance(value, (list, tuple)):
         if ident in _seen:
@@ -138,6 +138,12 @@ def _rest_digest(rest: Any) -> str:
 
 
 def _key_text(key: Any) -> str:
+    """A mapping key as the plain string JSON writes for it (a ``str`` subclass such as a
+    ``(str, Enum)`` member is its string value, not its ``str()``)."""
+    if type(key) is str:
+        return key
+    if isinstance(key, str):
+        return str.__str__(key)  # an exact str copy; the subclass cannot override this
     if isinstance(key, float) and key.is_integer():
         key = int(key)
     try:
@@ -213,17 +219,20 @@ _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=
 
 
 def _flat_copy(arguments: Any) -> dict[str, Any] | None:
-    """A copy of a flat mapping of strings, ints and nulls (already canonical), else None.
+    """A copy of a flat mapping of strings, ints and nulls (already canonical) whose item
+    set can be hashed into a key without collisions, else None.
 
     Booleans are left to the general path: ``True == 1`` would make the set key below
-    confuse them. (A plain loop: for the few arguments of a tool call it beats set and map
+    confuse them. So are ints whose hash another int shares (in CPython ``hash(-1) ==
+    hash(-2)``, and ints are hashed modulo ``2**61 - 1``): two different calls must never
+    get one key. (A plain loop: for the few arguments of a tool call it beats set and map
     tricks.)
     """
     if type(arguments) is not dict:
         return None
     for key, value in arguments.items():
         kind = type(value)
-        if type(key) is not str or kind not in _FLAT_TYPES or (kind is str and len(value) > MAX_STRING) or (kind is int and value.bit_length() > 1024):
+        if type(key) is not str or kind not in _FLAT_TYPES or (kind is str and len(value) > MAX_STRING) or (kind is int and (value == -1 or value.bit_length() > 60)):
             return None
     return dict(arguments)
 

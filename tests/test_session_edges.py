@@ -165,3 +165,19 @@ def test_a_lone_signal_is_combined_like_several() -> None:
     lone = Signal("repeat", "identical_call", 0.3, "m")
     assert policy.risk_of((lone,)) == 0.30000000000000004  # 1 - (1 - 0.3), not 0.3
     assert policy.risk_of((lone, Signal("cycle", "cycle_of_2", 0.0, "m"))) == policy.risk_of((lone,))
+
+
+def test_identical_calls_in_flight_read_their_arguments_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of identical calls (no result yet, so no shared statistics) is read once."""
+    import loopguard.detectors.near_duplicate as near_duplicate
+
+    reads = []
+    original = near_duplicate.shape_of
+    monkeypatch.setattr(near_duplicate, "shape_of", lambda record: reads.append(record.index) or original(record))
+    session = default_session()
+    calls = [ToolCall("search", {"query": "flights to lisbon in may", "page": 1}, id=f"c{index}") for index in range(8)]
+    session.before_batch(calls)
+    for call in calls:
+        session.after_call(call, ToolResult("3 flights"))
+    session.before_call(ToolCall("search", {"query": "flights to lisbon in may", "page": 1}, id="again"))
+    assert reads == [0]

@@ -126,3 +126,24 @@ def test_unreadable_values_canonicalise_to_a_placeholder() -> None:
 
     assert signature_of("t", {"a": Hostile()}).text.startswith('t({"a":"<')
     assert signature_of("t", {"n": 10**5000}).text == 't({"n":"<int 16610 bits>"})'
+
+
+@pytest.mark.parametrize("left, right", [(-1, -2), (2**61, 1), (2**61 - 1, 0), (-(2**62), -(2**62) + (2**61 - 1))])
+def test_ints_that_share_a_hash_are_still_different_calls(left: int, right: int) -> None:
+    """CPython hashes -1 like -2 and ints modulo 2**61 - 1; a signature key must not."""
+    assert hash(left) == hash(right)
+    assert signature_of("read", {"offset": left}).key != signature_of("read", {"offset": right}).key
+    assert signature_of("read", {"offset": left}).key == signature_of("read", {"offset": left}).key
+    assert signature_of("read", {"offset": -1, "limit": 5}) == signature_of("read", '{"limit": 5, "offset": -1.0}')
+
+
+def test_a_string_enum_key_is_its_string() -> None:
+    import enum
+
+    class Key(str, enum.Enum):
+        PAGE = "page"
+
+    signature = signature_of("list", {Key.PAGE: 2, "all": True})
+    assert signature == signature_of("list", {"page": 2, "all": True})
+    assert [type(key) for key in signature.arguments] == [str, str]
+    assert signature.arguments == {"page": 2, "all": True} and signature.text == 'list({"all":true,"page":2})'

@@ -191,6 +191,9 @@ class NearDuplicate:
     def __init__(self, config: NearDuplicateDetector) -> None:
         self.reconfigure(config)
         self._recent: BoundedMap[str, deque[tuple[_Shape, bool]]] = BoundedMap(256)
+        # Shapes by signature key, for calls whose signature has no result yet (their stats
+        # are fresh on every call): identical calls in flight are read once.
+        self._shapes: BoundedMap[int, _Shape] = BoundedMap(256)
 
     def reconfigure(self, config: NearDuplicateDetector) -> None:
         self.config = config
@@ -202,7 +205,7 @@ class NearDuplicate:
         stats = record.stats
         shape = stats.arguments_shape  # read once per signature: arguments never change
         if shape is None:
-            shape = stats.arguments_shape = _PLAIN if _plain(record.signature.arguments) else shape_of(record)
+            shape = stats.arguments_shape = self._read(record)
         if shape is _PLAIN:
             return None  # exact values only: a near-duplicate would be an identical call, the repeat detector's job
         tool = record.signature.tool
@@ -232,6 +235,17 @@ class NearDuplicate:
                 evidence={"call": record.index, "similar_calls": similar},
             )
         return None
+
+    def _read(self, record: CallRecord) -> _Shape:
+        """What the arguments of a call with this signature say (``_PLAIN`` or their shape)."""
+        if _plain(record.signature.arguments):
+            return _PLAIN
+        key = record.signature.key
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = shape_of(record)
+            self._shapes.put(key, shape)
+        return shape
 
     def _ranged(
         self,
