@@ -181,3 +181,25 @@ def test_identical_calls_in_flight_read_their_arguments_once(monkeypatch: pytest
         session.after_call(call, ToolResult("3 flights"))
     session.before_call(ToolCall("search", {"query": "flights to lisbon in may", "page": 1}, id="again"))
     assert reads == [0]
+
+
+@pytest.mark.parametrize(
+    "outputs, advancing, signals_on_third_call",
+    [
+        (["stored record 7f02", "stored record 7f03"], False, [("repeat", "identical_call")]),  # equal once ids are normalised
+        (["page 1 of results", "page 2 of results"], True, []),
+    ],
+)
+def test_advancing_is_compared_when_first_read(outputs: list[str], advancing: bool, signals_on_third_call: list) -> None:
+    """Outputs that share a skeleton are normalised only when repeat or cycle ask."""
+    from loopguard.signature import signature_of
+
+    session = default_session()
+    call = ToolCall("lookup", {"id": 1})
+    for output in outputs:
+        session.before_call(call)
+        session.after_call(call, ToolResult(output))
+    stats = session._memory.signatures.get(signature_of("lookup", {"id": 1}).key)
+    assert stats.advancing_between is not None and stats.last.text == outputs[1]  # not compared yet
+    assert signals(session.before_call(call)) == signals_on_third_call  # the repeat detector reads it
+    assert (stats.advancing_between, stats.advancing_value, stats.advancing) == (None, advancing, advancing)

@@ -90,7 +90,11 @@ class SignatureStats:
     Attributes:
         results: results recorded.
         last: the latest result.
-        advancing: the latest result differed from the one before, without error.
+        advancing: the latest result differed from the one before, without error (see
+            :attr:`advancing`).
+        advancing_value: ``advancing`` once decided.
+        advancing_between: the two results (earlier, latest) whose comparison decides
+            ``advancing`` when it is first read, or ``None`` when ``advancing_value`` holds it.
         last_failure: failure class of the latest result, if it failed.
         identical_pending: consecutive identical pending observations.
         polling: the latest result repeated a pending state within the poll patience.
@@ -100,12 +104,16 @@ class SignatureStats:
             read them; they never change for one signature, so repeated calls are read once).
     """
 
-    __slots__ = ("results", "last", "advancing", "last_failure", "identical_pending", "polling", "failures", "novel_at_failure", "arguments_shape")
+    __slots__ = (
+        "results", "last", "advancing_value", "advancing_between", "last_failure", "identical_pending", "polling",
+        "failures", "novel_at_failure", "arguments_shape",
+    )
 
     def __init__(self) -> None:
         self.results = 0
         self.last: Observation | None = None
-        self.advancing = False
+        self.advancing_value = False
+        self.advancing_between: tuple[Observation, Observation] | None = None
         self.last_failure: str | None = None
         self.identical_pending = 0
         self.polling = False
@@ -113,6 +121,19 @@ class SignatureStats:
         self.failures: dict[int, int] | None = None
         self.novel_at_failure: dict[int, int] | None = None
         self.arguments_shape: Any = None
+
+    @property
+    def advancing(self) -> bool:
+        """The latest result differed from the one before (after normalising volatile parts),
+        without error. Comparing two outputs that share a skeleton means normalising them, the
+        costliest part of reading a result, and this is read only by repeat and cycle once
+        their pattern holds: so no_progress leaves that comparison here, done on first read."""
+        between = self.advancing_between
+        if between is not None:
+            earlier, latest = between
+            self.advancing_value = not latest.same_as(earlier)
+            self.advancing_between = None
+        return self.advancing_value
 
 
 @dataclass(slots=True)

@@ -125,14 +125,28 @@ class NoProgress:
 
         kind = "same_output"
         last = stats.last
-        # same_as, with its cheap tests inline (most results differ from the last in skeleton).
-        identical = last is not None and (last.exact == observation.exact or (last.skeleton == observation.skeleton and observation.same_as(last)))
+        # Whether the output equals this signature's previous one once volatile parts are
+        # normalised ("identical") is settled only where it is needed, since normalising is the
+        # costliest part of a result: the cheap tests of same_as tell most outputs apart, a
+        # stalled poll needs the answer, and SignatureStats.advancing decides it on first read.
+        identical: bool | None
+        if last is None or (last.exact != observation.exact and last.skeleton != observation.skeleton):
+            identical = False
+        else:
+            identical = True if last.exact == observation.exact else None  # None: not settled yet
+        maybe_identical = identical is not False
         if observation.error:
             stale = repeated_output != _NEW
             kind = "same_failure"
             stats.identical_pending = 0
-        elif (identical or repeated_output) and (record.tool_kind == "poll" or is_pending(observation.text)):
+        elif (
+            (repeated_output or maybe_identical)
+            and (record.tool_kind == "poll" or is_pending(observation.text))
+            and (repeated_output or (identical := observation.same_as(last)))
+        ):
             # Only a repeated observation can be a stalled poll, so the pending test runs rarely.
+            if identical is None:
+                identical = observation.same_as(last)
             stats.identical_pending = stats.identical_pending + 1 if identical else 0
             patience = record.pending_patience or self.config.poll_patience
             stale = stats.identical_pending >= patience
@@ -157,7 +171,11 @@ class NoProgress:
 
         if kind != "stalled_poll":
             stats.polling = False
-        stats.advancing = not observation.error and not observation.empty and last is not None and not identical
+        if identical is None and not observation.error and not observation.empty:
+            stats.advancing_between = (last, observation)  # type: ignore[assignment]
+        else:
+            stats.advancing_value = not observation.error and not observation.empty and last is not None and not identical
+            stats.advancing_between = None
         stats.last = observation
         stats.last_failure = observation.failure_class
         stats.results += 1
