@@ -218,23 +218,27 @@ _FLAT_TYPES = frozenset({str, int, type(None)})
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _flat_copy(arguments: Any) -> dict[str, Any] | None:
-    """A copy of a flat mapping of strings, ints and nulls (already canonical) whose item
-    set can be hashed into a key without collisions, else None.
+def _flat_items(arguments: Any) -> list[tuple[str, Any, type]] | None:
+    """The items of a flat mapping of strings, ints and nulls (already canonical), each with
+    its value's type, or ``None`` when ``arguments`` is no such mapping or its items could
+    not be hashed into a key without collisions.
 
-    Booleans are left to the general path: ``True == 1`` would make the set key below
-    confuse them. So are ints whose hash another int shares (in CPython ``hash(-1) ==
-    hash(-2)``, and ints are hashed modulo ``2**61 - 1``): two different calls must never
-    get one key. (A plain loop: for the few arguments of a tool call it beats set and map
-    tricks.)
+    The key is a hash of the item set, so two different calls must never give equal item
+    hashes: the type keeps apart values whose hashes are equal (``hash("") == hash(0)``),
+    booleans are left to the general path (``True == 1``), and so are ints whose hash another
+    int shares (in CPython ``hash(-1) == hash(-2)``, and ints are hashed modulo ``2**61 - 1``).
+    What remains is the chance of a 64-bit hash accident. (A plain loop: for the few
+    arguments of a tool call it beats set and map tricks.)
     """
     if type(arguments) is not dict:
         return None
+    items = []
     for key, value in arguments.items():
         kind = type(value)
         if type(key) is not str or kind not in _FLAT_TYPES or (kind is str and len(value) > MAX_STRING) or (kind is int and (value == -1 or value.bit_length() > 60)):
             return None
-    return dict(arguments)
+        items.append((key, value, kind))
+    return items
 
 
 def signature_of(tool: str, arguments: Any) -> Signature:
@@ -245,13 +249,15 @@ def signature_of(tool: str, arguments: Any) -> Signature:
         except Exception:
             tool = "<tool>"
     parsed = arguments if type(arguments) is dict else parse_arguments(arguments)
-    canonical = _flat_copy(parsed)  # the common case skips the recursive walk and the JSON text
-    if canonical is None:
+    items = _flat_items(parsed)  # the common case skips the recursive walk and the JSON text
+    if items is None:
         canonical = canonical_value(parsed)
-        flat = _flat_copy(canonical)
-        if flat is None:
+        items = _flat_items(canonical)
+        if items is None:
             text = f"{tool}({_ENCODER.encode(canonical)})"
             return Signature(tool, canonical, hash(text), text)
+    else:
+        canonical = dict(parsed)  # a copy: the caller may change its arguments later
     # Equal flat mappings give equal item sets, whichever path produced them (a frozenset
-    # needs no sort, so it hashes in half the time of a sorted tuple).
-    return Signature(tool, canonical, hash((tool, frozenset(canonical.items()))))
+    # needs no sort).
+    return Signature(tool, canonical, hash((tool, frozenset(items))))

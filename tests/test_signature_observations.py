@@ -128,9 +128,11 @@ def test_unreadable_values_canonicalise_to_a_placeholder() -> None:
     assert signature_of("t", {"n": 10**5000}).text == 't({"n":"<int 16610 bits>"})'
 
 
-@pytest.mark.parametrize("left, right", [(-1, -2), (2**61, 1), (2**61 - 1, 0), (-(2**62), -(2**62) + (2**61 - 1))])
-def test_ints_that_share_a_hash_are_still_different_calls(left: int, right: int) -> None:
-    """CPython hashes -1 like -2 and ints modulo 2**61 - 1; a signature key must not."""
+@pytest.mark.parametrize(
+    "left, right", [(-1, -2), (2**61, 1), (2**61 - 1, 0), (-(2**62), -(2**62) + (2**61 - 1)), ("", 0), (None, hash(None))]
+)
+def test_values_that_share_a_hash_are_still_different_calls(left: object, right: object) -> None:
+    """CPython hashes -1 like -2, ints modulo 2**61 - 1, "" like 0; a signature key must not."""
     assert hash(left) == hash(right)
     assert signature_of("read", {"offset": left}).key != signature_of("read", {"offset": right}).key
     assert signature_of("read", {"offset": left}).key == signature_of("read", {"offset": left}).key
