@@ -216,4 +216,3 @@ class Decision:
             "revision": self.revision,
             "mode": self.mode,
         }
-

@@ -26,6 +26,7 @@ def _ascii_twin(pattern: re.Pattern[str]) -> re.Pattern[str]:
     """
     return re.compile(pattern.pattern, re.ASCII)
 
+
 #: Outputs are compared on at most this many characters (plus a digest of the rest).
 MAX_COMPARED = 2048
 

@@ -140,8 +140,6 @@ def _rest_digest(rest: Any) -> str:
 def _key_text(key: Any) -> str:
     """A mapping key as the plain string JSON writes for it (a ``str`` subclass such as a
     ``(str, Enum)`` member is its string value, not its ``str()``)."""
-    if type(key) is str:
-        return key
     if isinstance(key, str):
         return str.__str__(key)  # an exact str copy; the subclass cannot override this
     if isinstance(key, float) and key.is_integer():
