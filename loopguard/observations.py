@@ -131,6 +131,7 @@ _EMPTY_PHRASE = re.compile(
 )
 _EMPTY_PHRASE_ASCII = _ascii_twin(_EMPTY_PHRASE)  # it reads folded text: \s sees only spaces
 _EMPTY_STARTS = ("no", "zero", "0", "empty")  # after leading non-word characters ("nothing", "none" start with "no")
+_EMPTY_INITIALS = frozenset(start[0] for start in _EMPTY_STARTS)
 _PENDING = re.compile(
     r"\b(queued|pending|running|in[ _-]?progress|processing|waiting|not[ _-]ready|scheduled|starting|"
     r"initiali[sz]ing|building|deploying|provisioning|started|accepted)\b"
@@ -263,6 +264,7 @@ _CONTEXT_OVERFLOW = re.compile(r"\b(?:context (?:window|length) (?:exceeded|over
 _LEADING = " \t\n\"'[({:-"
 _ASCII_NON_WORD = "".join(chr(code) for code in range(128) if not (chr(code).isalnum() or chr(code) == "_"))
 _ERROR_WORDS = ("error", "exception", "traceback", "fatal", "failed", "failure", "panic")
+_ERROR_INITIALS = frozenset(word[0] for word in _ERROR_WORDS)
 _ERROR_START = re.compile(r"^\W*(" + "|".join(_ERROR_WORDS) + r")\b")
 _ERROR_START_ASCII = _ascii_twin(_ERROR_START)
 _EXIT_CODE = re.compile(r"\[?exit(?:ed)?(?: with)? (?:code|status)[:= ]*([1-9]\d*)\]?")
@@ -321,7 +323,8 @@ def _inferred_failure(head: str, tail: str, output: Any) -> bool:
     # For ASCII text a cheap exact test runs first: after its leading non-word characters, an
     # output that starts like an error starts with one of _ERROR_START's words.
     if head.isascii():
-        if head.lstrip(_ASCII_NON_WORD).startswith(_ERROR_WORDS) and _ERROR_START_ASCII.match(head) is not None:
+        lead = head.lstrip(_ASCII_NON_WORD)
+        if lead[:1] in _ERROR_INITIALS and lead.startswith(_ERROR_WORDS) and _ERROR_START_ASCII.match(head) is not None:
             return True
     elif _ERROR_START.match(head) is not None:
         return True
@@ -400,8 +403,10 @@ class Observation:
             if stripped in _EMPTY_LITERALS:
                 self.empty = True
             elif ascii_text:
+                lead = stripped.lstrip(_ASCII_NON_WORD)
                 self.empty = (
-                    stripped.lstrip(_ASCII_NON_WORD).startswith(_EMPTY_STARTS)
+                    lead[:1] in _EMPTY_INITIALS
+                    and lead.startswith(_EMPTY_STARTS)
                     and len(folded := " ".join(stripped.split())) <= 120
                     and _EMPTY_PHRASE_ASCII.match(folded) is not None
                 )
@@ -442,7 +447,8 @@ def observe(output: Any, error: bool | None = None) -> Observation:
     ``"<unreadable output>"``)."""
     try:
         text = output if type(output) is str else output_text(output)
-        if (text.startswith(_PAYLOAD_STARTS) or isinstance(output, dict)) and is_refusal(text, output):
+        # (A one-character slice is a cached string: comparing it is cheaper than startswith.)
+        if ((text[:1] == "{" and text.startswith(_PAYLOAD_STARTS)) or isinstance(output, dict)) and is_refusal(text, output):
             return Observation(text, True, REFUSED)
         if text.isascii() and len(text) <= MAX_COMPARED:
             # Lowercased once for both readings (for ASCII, slicing and lowercasing commute).

@@ -257,7 +257,10 @@ class Session:
         """Decide one pending tool call before it runs (rules, budgets, then detectors)."""
         call = _as_call(call)
         with self._lock:
-            return self._before_call(call, self._current_policy())
+            policy = self._source.current  # _current_policy, inline on the two hot paths
+            if policy is not self._adopted:
+                self._adopt(policy)
+            return self._before_call(call, policy)
 
     def before_batch(self, calls: Sequence[ToolCall]) -> list[Decision]:
         """Decide the parallel calls of one assistant message; every call gets a decision.
@@ -275,11 +278,18 @@ class Session:
 
         ``result`` may be a :class:`ToolResult` or the bare output.
         """
-        call, result = _as_call(call), _as_result(result)
+        # The usual case, a ToolCall with a text id and a ToolResult, needs no conversion: only
+        # the id is read before the pending call is found.
+        if type(call) is not ToolCall or type(call.id) is not str:
+            call = _as_call(call)
+        if type(result) is not ToolResult:
+            result = _as_result(result)
         with self._lock:
-            policy = self._current_policy()
-            found = self._in_flight.pop(call.id, None) if call.id is not None else None  # the usual case, inline
-            record, carried = found if found is not None else self._take_in_flight(call)
+            policy = self._source.current
+            if policy is not self._adopted:
+                self._adopt(policy)
+            found = self._in_flight.pop(call.id, None) if call.id is not None else None
+            record, carried = found if found is not None else self._take_in_flight(_as_call(call))
             self._steps += 1
             run, turn = self.run, self.turn
             run.steps += 1

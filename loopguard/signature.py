@@ -211,7 +211,6 @@ class Signature:
         return self.text
 
 
-_FLAT_TYPES = frozenset({str, int, type(None)})
 # One encoder, built once: json.dumps with options builds a new encoder on every call.
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
@@ -233,7 +232,15 @@ def _flat_items(arguments: Any) -> list[tuple[str, Any, type]] | None:
     items = []
     for key, value in arguments.items():
         kind = type(value)
-        if type(key) is not str or kind not in _FLAT_TYPES or (kind is str and len(value) > MAX_STRING) or (kind is int and (value == -1 or value.bit_length() > 60)):
+        if kind is str:
+            if len(value) > MAX_STRING:
+                return None
+        elif kind is int:
+            if value == -1 or value.bit_length() > 60:
+                return None
+        elif value is not None:
+            return None
+        if type(key) is not str:
             return None
         items.append((key, value, kind))
     return items

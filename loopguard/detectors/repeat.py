@@ -53,8 +53,13 @@ class Repeat:
         consecutive = self._run_length >= threshold
         window = self._window
         window.append(key)
-        if len(window) > self._window_size:
-            self._evict()
+        if len(window) > self._window_size:  # _evict, inline: it runs on nearly every call
+            old = window.popleft()
+            remaining = counts[old] - 1
+            if remaining:
+                counts[old] = remaining
+            else:
+                del counts[old]
         if occurrences < threshold or not self._active or record.tool_kind == "poll":
             return None  # a poll tool repeats by design; no_progress judges whether it is stalled
         stats = record.stats
