@@ -295,11 +295,16 @@ class Session:
             run.steps += 1
             turn.steps += 1
             signatures = self._memory.signatures
-            known = signatures.get(record.signature.key)
+            key = record.signature.key
+            known = signatures.get(key)
             if known is None:
-                signatures.put(record.signature.key, record.stats)
-            elif known is not record.stats:
-                record.stats = known  # another call of this signature got its result first
+                signatures.put(key, record.stats)
+            else:
+                # The run memory forgets the signatures least recently *used*: a call that
+                # recurs all through a long run keeps its history.
+                signatures.move_to_end(key)
+                if known is not record.stats:
+                    record.stats = known  # another call of this signature got its result first
             observation = record.observation = observe(result.output, result.error)
             if observation.error:
                 run.failures += 1

@@ -203,3 +203,20 @@ def test_advancing_is_compared_when_first_read(outputs: list[str], advancing: bo
     assert stats.advancing_between is not None and stats.last.text == outputs[1]  # not compared yet
     assert signals(session.before_call(call)) == signals_on_third_call  # the repeat detector reads it
     assert (stats.advancing_between, stats.advancing_value, stats.advancing) == (None, advancing, advancing)
+
+
+def test_a_signature_in_use_keeps_its_history_through_many_other_calls() -> None:
+    # A poll whose output keeps advancing, every third call, between 1,200 distinct calls:
+    # its history must survive the run memory's bound (512 signatures), or the poll looks
+    # like a fresh repeated call and draws a false repeat warning.
+    session = default_session()
+    poll = ToolCall("job_status", {"job": "build-77"})
+    actions = set()
+    for index in range(600):
+        for offset in range(2):
+            call = ToolCall("get_record", {"id": 2 * index + offset})
+            actions.add(session.before_call(call).action.value)
+            actions.add(session.after_call(call, ToolResult(f"record {2 * index + offset}: active")).action.value)
+        actions.add(session.before_call(poll).action.value)
+        actions.add(session.after_call(poll, ToolResult(f"progress {index % 100}% of step {index}")).action.value)
+    assert actions == {"continue"}
