@@ -84,6 +84,15 @@ CASES: dict[str, tuple[str | None, bool, list[str]]] = {
         "bad/profile_breaks_order.yml:4:26: LG208: thresholds must ascend: warn (0.5) is above replan (0.4) (in profile 'prod') "
         "(hint: warn <= replan <= pause <= stop)",
     ]),
+    # A rule with a bad id still has its other problems reported, and a YAML boolean where
+    # text is expected says how to quote it.
+    "rule_id_and_boolean_text.yml": (None, False, [
+        "bad/rule_id_and_boolean_text.yml:3:9: LG206: rules[0].id must match ^[A-Za-z0-9_.:-]+$, got string 'shell disabled' "
+        "(hint: an id holds only letters, digits, '_', '.', ':' and '-': did you mean 'shell_disabled'?)",
+        "bad/rule_id_and_boolean_text.yml:5:14: LG205: a rule with verdict 'block' needs 'message' (rules[0])",
+        "bad/rule_id_and_boolean_text.yml:9:14: LG203: rules[1].message must be a string, got boolean false "
+        '(hint: YAML reads an unquoted yes, no, on, off, true or false as a boolean: quote it (message: "no"))',
+    ]),
     "duplicate_rule_id.yml": (None, False, [
         "bad/duplicate_rule_id.yml:7:9: LG301: duplicate rule id 'shell' (first at line 3) (hint: rule ids are unique; profiles replace rules by id)",
     ]),

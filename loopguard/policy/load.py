@@ -39,7 +39,7 @@ from . import errors as codes
 from .compile import CompiledPolicy, compile_glob, compile_policy
 from .errors import Problem, PolicyError, PolicyFileWarning, PolicyIOError
 from .expressions import ExpressionError, compile_condition, compile_match
-from .schema import Policy, _PolicyBody
+from .schema import VERDICT_FIELDS, Policy, _PolicyBody, missing_verdict_field
 
 #: Environment variable naming the profile to apply when none is passed.
 PROFILE_ENV = "LOOPGUARD_PROFILE"
@@ -672,7 +672,12 @@ def _add_validation_error(problems: _Problems, error: Any, locator: _Locator, su
         return
     if kind in _EXPECTED or kind.endswith("_type") or kind.endswith("_parsing"):
         expected = _EXPECTED.get(kind, error["msg"].lower().replace("input should be ", ""))
-        problems.add(locator.value(loc), codes.WRONG_TYPE, f"{dotted} must be {expected}, got {_describe(value)}{suffix}")
+        hint = None
+        if kind == "string_type" and isinstance(value, bool):
+            node = locator.nodes.get(loc)
+            written = node.scalar.value if node is not None and node.scalar is not None else str(value).lower()
+            hint = f"YAML reads an unquoted yes, no, on, off, true or false as a boolean: quote it ({field}: \"{written}\")"
+        problems.add(locator.value(loc), codes.WRONG_TYPE, f"{dotted} must be {expected}, got {_describe(value)}{suffix}", hint)
         return
     if kind == "string_too_short" and context.get("min_length") == 1:
         problems.add(locator.value(loc), codes.INVALID_VALUE, f"{dotted} must not be empty{suffix}")
@@ -685,7 +690,11 @@ def _add_validation_error(problems: _Problems, error: Any, locator: _Locator, su
         )
         return
     if kind == "string_pattern_mismatch":
-        problems.add(locator.value(loc), codes.INVALID_VALUE, f"{dotted} must match {context.get('pattern')}, got {_describe(value)}{suffix}")
+        hint = None
+        if field == "id" and isinstance(value, str):
+            suggestion = re.sub(r"[^A-Za-z0-9_.:-]+", "_", value).strip("_")
+            hint = "an id holds only letters, digits, '_', '.', ':' and '-'" + (f": did you mean '{suggestion}'?" if suggestion else "")
+        problems.add(locator.value(loc), codes.INVALID_VALUE, f"{dotted} must match {context.get('pattern')}, got {_describe(value)}{suffix}", hint)
         return
     problems.add(locator.value(loc), codes.INVALID_VALUE, f"{dotted}: {error['msg']}{suffix}")
 
@@ -791,13 +800,34 @@ def _validate(tree: Node, problems: _Problems, overlay: Node | None = None, prof
     suffix = f" (in profile '{profile}')" if profile is not None else ""
     locator = _Locator(tree, overlay)
     model: Policy | None = None
+    data = _to_data(tree)
     try:
-        model = Policy.model_validate(_to_data(tree), strict=True)
+        model = Policy.model_validate(data, strict=True)
     except ValidationError as error:
-        for item in error.errors(include_url=False):
+        errors = error.errors(include_url=False)
+        for item in errors:
             _add_validation_error(problems, item, locator, suffix)
+        _check_verdict_fields(data, errors, problems, locator, suffix)
     _check_expressions(tree, problems)
     return model if len(problems.errors) == before else None
+
+
+def _check_verdict_fields(data: Any, errors: list[Any], problems: _Problems, locator: _Locator, suffix: str) -> None:
+    """A rule with an invalid field skips the model validator that says which field its verdict
+    needs: say it here, unless that field has a problem of its own."""
+    rules = data.get("rules") if isinstance(data, dict) else None
+    if not isinstance(rules, list):
+        return
+    failed = {tuple(item["loc"][:3]) for item in errors if tuple(item["loc"][:1]) == ("rules",)}
+    for index, rule in enumerate(rules):
+        if not isinstance(rule, dict) or not any(loc[:2] == ("rules", index) for loc in failed):
+            continue
+        if ("rules", index) in failed or ("rules", index, VERDICT_FIELDS.get(rule.get("verdict"))) in failed:
+            continue  # the rule itself, or the needed field, is reported already
+        problem = missing_verdict_field(rule.get("verdict"), rule)
+        if problem is not None:
+            loc = ("rules", index)
+            problems.add(locator.value(loc + ("verdict",)), codes.MISSING_FIELD, f"{problem} ({_dotted(loc)}){suffix}")
 
 
 @dataclass(frozen=True)

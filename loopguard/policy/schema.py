@@ -184,15 +184,30 @@ class Rule(_Model):
 
     @model_validator(mode="after")
     def _verdict_fields(self) -> "Rule":
-        if self.verdict == "answer" and "result" not in self.model_fields_set:
-            raise ValueError("a rule with verdict 'answer' needs 'result'")
-        if self.verdict == "cancel" and not self.reason:
-            raise ValueError("a rule with verdict 'cancel' needs 'reason'")
-        if self.verdict == "block" and not self.message:
-            raise ValueError("a rule with verdict 'block' needs 'message'")
-        if self.verdict == "budget" and self.limit is None:
-            raise ValueError("a rule with verdict 'budget' needs 'limit'")
+        problem = missing_verdict_field(self.verdict, {name: getattr(self, name) for name in self.model_fields_set})
+        if problem is not None:
+            raise ValueError(problem)
         return self
+
+
+#: The field each verdict needs (``answer`` needs ``result`` present, the others non-empty).
+VERDICT_FIELDS = {"answer": "result", "cancel": "reason", "block": "message", "budget": "limit"}
+
+
+def missing_verdict_field(verdict: Any, given: dict[str, Any]) -> str | None:
+    """The problem of a rule whose ``verdict`` lacks the field it needs, else ``None``.
+
+    ``given`` holds the rule's fields as written. Also used on a rule's raw data when other
+    fields of the rule are invalid (pydantic then skips the model validator), so that every
+    problem of a rule is reported at once.
+    """
+    field = VERDICT_FIELDS.get(verdict) if isinstance(verdict, str) else None
+    if field is None:
+        return None
+    value = given.get(field)
+    if (field not in given) if verdict == "answer" else (value is None if verdict == "budget" else not value):
+        return f"a rule with verdict '{verdict}' needs '{field}'"
+    return None
 
 
 class Pricing(_Model):
