@@ -10,12 +10,14 @@
   command's output (stdout or stderr); a line ``...`` elides lines, and ``...`` inside a
   line matches anything (timings).
 * Every ```python block that follows ``<!-- run -->`` is executed.
+* Every ```json block that follows ``<!-- trace -->`` must parse as a trace without errors.
 
 Markers are HTML comments on the lines right before the opening fence.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -107,6 +109,7 @@ def _is_policy(block: Block) -> bool:
 POLICY_BLOCKS = [block for block in _all_blocks() if _is_policy(block)]
 CONSOLE_BLOCKS = [block for block in _all_blocks() if block.lang == "console" and block.text.startswith("$ loopguard")]
 PYTHON_BLOCKS = [block for block in _all_blocks() if block.lang == "python" and _marker(block, "run") is not None]
+TRACE_BLOCKS = [block for block in _all_blocks() if block.lang == "json" and _marker(block, "trace") is not None]
 
 
 @pytest.fixture(autouse=True)
@@ -123,6 +126,15 @@ def test_there_are_examples() -> None:
     assert len(POLICY_BLOCKS) >= 10
     assert len(CONSOLE_BLOCKS) >= 8
     assert PYTHON_BLOCKS
+    assert TRACE_BLOCKS
+
+
+@pytest.mark.parametrize("block", TRACE_BLOCKS, ids=lambda block: block.id)
+def test_trace_block(block: Block) -> None:
+    from loopguard.traces import parse_trace
+
+    runs = parse_trace(json.loads(block.text), source=block.id)
+    assert runs and all(run.error is None for run in runs), [str(run.error) for run in runs]
 
 
 @pytest.mark.parametrize("block", POLICY_BLOCKS, ids=lambda block: block.id)

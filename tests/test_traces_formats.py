@@ -116,6 +116,8 @@ def test_malformed_step_names_file_run_and_step_and_other_runs_still_parse() -> 
         ({"tool": "t", "is_error": 1}, "step 0: 'is_error' must be a boolean or a message, got number"),
         ({"caller": "a", "output": "x"}, "step 0: a handoff from 'a' needs 'agent' (the agent receiving control)"),
         ({"agent": "a"}, "step 0: has no 'tool', 'caller', 'output' or 'user'"),
+        ({"args": {"q": 1}, "output": "x"}, "step 0: has 'args' but no 'tool' (or 'tool_name', 'name')"),
+        ({"tool_input": {"q": 1}}, "step 0: has 'tool_input' but no 'tool' (or 'tool_name', 'name')"),
     ],
 )
 def test_malformed_step_messages(step: Any, message: str) -> None:

@@ -19,7 +19,8 @@ usage       ``usage`` (``input_tokens``/``prompt_tokens``, ``output_tokens``/``c
 
 A step becomes, in this order: a user message (``user``), model usage (``usage``),
 a handoff caller → agent (``caller``), then a tool call and its result (``tool``).
-A step with neither ``tool`` nor ``caller`` but with an output is an agent message.
+A step with neither ``tool`` nor ``caller`` but with an output is an agent message; a
+step with arguments but no ``tool`` is an error.
 ``error`` may be a boolean, null (unknown) or a string (an error message: the call
 failed, and the string is the output when there is none). Other keys are ignored.
 """
@@ -197,6 +198,9 @@ def parse_step(step: Any, index: int) -> list[TraceItem]:
         call = ToolCall(name=tool, arguments=_arguments(step, location), id=call_id, agent=agent)
         items.append(TraceToolCall(call=call, step=index))
         items.append(TraceToolResult(call=call, result=ToolResult(output=output, error=error), step=index))
+    elif _first(step, ARGS_KEYS)[1] is not _ABSENT:
+        # Arguments without a tool would be dropped silently: a missing or misspelt tool key.
+        raise MalformedTrace(location, f"has {_first(step, ARGS_KEYS)[0]!r} but no 'tool' (or 'tool_name', 'name')")
     elif caller is None and output is not None:
         items.append(AgentMessage(agent=agent, text=message_text(output), step=index))
     elif not items:
