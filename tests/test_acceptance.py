@@ -153,3 +153,30 @@ def test_readme_quick_start_output_is_true(capsys) -> None:
     assert code == 1
     assert [line for line in shown if "..." not in line] == [line for line in printed if line in shown]
     assert len([line for line in shown if "..." not in line]) >= 6
+
+
+def test_readme_plain_python_loop_runs(tmp_path, monkeypatch) -> None:
+    """The README's plain-Python loop runs as shown: a call that raises is recorded as a
+    failed result, and a refused call's payload is recorded as its result."""
+    readme = (REPO / "README.md").read_text()
+    code = readme.split("```python\nfrom loopguard import Guard, ToolCall, ToolResult\n", 1)[1].split("```", 1)[0]
+    code = "from loopguard import Guard, ToolCall, ToolResult\n" + code
+    (tmp_path / "loopguard.yml").write_text("version: 1\nextends: builtin:default\nrules:\n  - {id: no-search, tool: search, verdict: block, message: no searching, mode: observe}\n")
+    monkeypatch.chdir(tmp_path)
+
+    def failing_search(q: str) -> str:
+        raise TimeoutError("upstream timed out")
+
+    names: dict = {"search": failing_search}
+    exec(compile(code, "README.md", "exec"), names)
+    session = names["session"]
+    assert names["decision"].runs_tool is True  # the rule only observes
+    assert (session.run.tool_calls, session.run.failures) == (1, 1)
+    assert [decision.phase for decision in session.decisions] == ["before_call", "after_call"]
+
+    (tmp_path / "loopguard.yml").write_text("version: 1\nextends: builtin:default\nrules:\n  - {id: no-search, tool: search, verdict: block, message: no searching}\n")
+    names = {"search": failing_search}
+    exec(compile(code, "README.md", "exec"), names)
+    assert names["decision"].runs_tool is False
+    assert names["tool_message"] == '{"error": true, "type": "policy_block", "message": "no searching"}'
+    assert (names["session"].run.tool_calls, names["session"].run.failures) == (0, 1)
