@@ -220,3 +220,16 @@ def test_a_signature_in_use_keeps_its_history_through_many_other_calls() -> None
         actions.add(session.before_call(poll).action.value)
         actions.add(session.after_call(poll, ToolResult(f"progress {index % 100}% of step {index}")).action.value)
     assert actions == {"continue"}
+
+
+def test_a_call_name_whose_text_reads_the_session_does_not_deadlock() -> None:
+    # Converting an odd tool name runs the caller's __str__: never under the session's lock.
+    session = default_session()
+
+    class Name:
+        def __str__(self) -> str:
+            assert session.decisions is not None  # takes the session's lock
+            return "search"
+
+    decision = session.after_call(ToolCall(Name(), {"q": 1}, id="never-seen"), ToolResult("ok"))
+    assert (decision.tool, decision.action.value) == ("search", "continue")
