@@ -93,6 +93,12 @@ CASES: dict[str, tuple[str | None, bool, list[str]]] = {
         "bad/rule_id_and_boolean_text.yml:9:14: LG203: rules[1].message must be a string, got boolean false "
         '(hint: YAML reads an unquoted yes, no, on, off, true or false as a boolean: quote it (message: "no"))',
     ]),
+    "verdict_not_text.yml": (None, False, [
+        "bad/verdict_not_text.yml:5:14: LG207: rules[0].verdict must be 'allow', 'answer', 'cancel', 'block', 'unavailable' or 'budget', got a list",
+        "bad/verdict_not_text.yml:6:9: LG206: rules[1].id must match ^[A-Za-z0-9_.:-]+$, got string 'two words' "
+        "(hint: an id holds only letters, digits, '_', '.', ':' and '-': did you mean 'two_words'?)",
+        "bad/verdict_not_text.yml:8:14: LG205: a rule with verdict 'answer' needs 'result' (rules[1])",
+    ]),
     "duplicate_rule_id.yml": (None, False, [
         "bad/duplicate_rule_id.yml:7:9: LG301: duplicate rule id 'shell' (first at line 3) (hint: rule ids are unique; profiles replace rules by id)",
     ]),

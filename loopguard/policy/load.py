@@ -644,11 +644,14 @@ def _add_validation_error(problems: _Problems, error: Any, locator: _Locator, su
     if kind == "literal_error":
         choices = re.findall(r"'([^']*)'", context.get("expected", ""))
         expected = context.get("expected", "")
-        hint = _did_you_mean(value, choices)
+        hint = _did_you_mean(value, choices) if isinstance(value, (str, int, float)) else None
         if field == "verdict" and loc[0] == "rules":
-            problems.add(locator.value(loc), codes.UNKNOWN_VERDICT, f"unknown verdict '{value}' in {_dotted(loc[:-1])} (expected {expected}){suffix}", hint)
+            if isinstance(value, str):
+                problems.add(locator.value(loc), codes.UNKNOWN_VERDICT, f"unknown verdict '{value}' in {_dotted(loc[:-1])} (expected {expected}){suffix}", hint)
+            else:  # a list or a mapping: a shape problem, said as such
+                problems.add(locator.value(loc), codes.UNKNOWN_VERDICT, f"{dotted} must be {expected}, got {_describe(value)}{suffix}")
         elif "escalate" in loc and "when" in loc:
-            problems.add(locator.value(loc), codes.UNKNOWN_DETECTOR, f"unknown detector '{value}' in {_dotted(loc[:-1])} (known: {expected}){suffix}", hint)
+            problems.add(locator.value(loc), codes.UNKNOWN_DETECTOR, f"unknown detector {value!r} in {_dotted(loc[:-1])} (known: {expected}){suffix}", hint)
         else:
             problems.add(locator.value(loc), codes.INVALID_VALUE, f"{dotted} must be {expected}, got {_describe(value)}{suffix}", hint)
         return
@@ -822,9 +825,10 @@ def _check_verdict_fields(data: Any, errors: list[Any], problems: _Problems, loc
     for index, rule in enumerate(rules):
         if not isinstance(rule, dict) or not any(loc[:2] == ("rules", index) for loc in failed):
             continue
-        if ("rules", index) in failed or ("rules", index, VERDICT_FIELDS.get(rule.get("verdict"))) in failed:
-            continue  # the rule itself, or the needed field, is reported already
-        problem = missing_verdict_field(rule.get("verdict"), rule)
+        verdict = rule.get("verdict")
+        if not isinstance(verdict, str) or ("rules", index) in failed or ("rules", index, VERDICT_FIELDS.get(verdict)) in failed:
+            continue  # no verdict to judge by, or the rule itself or the needed field is reported already
+        problem = missing_verdict_field(verdict, rule)
         if problem is not None:
             loc = ("rules", index)
             problems.add(locator.value(loc + ("verdict",)), codes.MISSING_FIELD, f"{problem} ({_dotted(loc)}){suffix}")
