@@ -339,7 +339,14 @@ def _inferred_failure(head: str, tail: str, output: Any) -> bool:
 def classify_failure(text: str) -> str:
     """``permanent`` (401/403, invalid request, not found, schema), ``retryable`` (429, 503, timeouts)
     or ``deterministic`` (anything else: the same input will fail the same way)."""
-    head = text[:600].lower()
+    return _classify_head(text[:600])
+
+
+@lru_cache(maxsize=256)
+def _classify_head(head: str) -> str:
+    """:func:`classify_failure` of an output's first 600 characters. Identical failures (the
+    stuck case) repeat, so classes are cached."""
+    head = head.lower()
     code = status_code(head)
     if code in _RETRYABLE_CODES:
         return RETRYABLE

@@ -395,7 +395,11 @@ class Session:
         # A signature not seen before gets fresh stats that join the run memory only when its
         # result arrives (after_call): pending calls that never return must not push out
         # the history of calls that did.
-        stats = self._memory.signatures.get(signature.key) or SignatureStats()
+        stats = self._memory.signatures.get(signature.key)
+        if stats is None:
+            stats = SignatureStats(signature)
+        else:
+            signature = stats.signature  # the same call: its readable text is built once, for every message
         record = CallRecord(self._calls, self._steps, signature, stats, profile.kind, call.agent, profile.pending_patience)
         if profile.hands_off:
             record.handoff_target = _handoff_target(signature.arguments)
@@ -586,23 +590,27 @@ def _detector_verdict(action: GuardAction, signals: tuple[Signal, ...], verdict:
     """The verdict for a pending call whose action is replan or more: replan blocks with a
     ``guard_error``, pause cancels, stop blocks with ``guard_stop`` (DESIGN §5), unless the
     rules' verdict is stricter."""
-    reasons = "; ".join(s.message for s in signals if s.detector in ("budget", "session") or (s.score > 0 and s.detector != "rule")) or "the run is stuck"
+    if verdict.kind is VerdictKind.BUDGET_SPENT:
+        return verdict  # the budget's own verdict and message say more than the detectors' here
+    reasons = "; ".join([s.message for s in signals if s.detector in ("budget", "session") or (s.score > 0 and s.detector != "rule")]) or "the run is stuck"
     template = _DETECTOR_MESSAGES[action]
     if action is GuardAction.PAUSE:
         detector_verdict = Verdict(VerdictKind.CANCEL, rule=_detector_rule(signals), reason=template.format(reasons=reasons))
     else:
         error_type = "guard_stop" if action is GuardAction.STOP else "guard_error"
         detector_verdict = Verdict(VerdictKind.BLOCK, rule=_detector_rule(signals), error_type=error_type, message=template.format(reasons=reasons))
-    if verdict.kind is VerdictKind.BUDGET_SPENT:
-        return verdict  # the budget's own verdict and message say more than the detectors' here
     if detector_verdict.kind.strictness > verdict.kind.strictness:
         return detector_verdict  # on a tie the rule's own verdict and message stay
     return verdict
 
 
 def _detector_rule(signals: tuple[Signal, ...]) -> str | None:
-    strongest = max((s for s in signals if s.detector not in ("rule", "budget")), key=lambda s: s.score, default=None)
-    return f"detector:{strongest.detector}" if strongest else None
+    """``detector:NAME`` of the strongest detector signal (the first of equals), if any."""
+    strongest = None
+    for signal in signals:
+        if signal.detector not in ("rule", "budget") and (strongest is None or signal.score > strongest.score):
+            strongest = signal
+    return None if strongest is None else f"detector:{strongest.detector}"
 
 
 def _handoff_target(arguments: Any) -> str | None:

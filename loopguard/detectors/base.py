@@ -88,6 +88,7 @@ class SignatureStats:
     """What the run has seen of one signature (bounded: kept in a :class:`BoundedMap`).
 
     Attributes:
+        signature: the signature (the first call's; every call with its key is the same call).
         results: results recorded.
         last: the latest result.
         advancing: the latest result differed from the one before, without error (see
@@ -105,11 +106,12 @@ class SignatureStats:
     """
 
     __slots__ = (
-        "results", "last", "advancing_value", "advancing_between", "last_failure", "identical_pending", "polling",
+        "signature", "results", "last", "advancing_value", "advancing_between", "last_failure", "identical_pending", "polling",
         "failures", "novel_at_failure", "arguments_shape",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, signature: Signature) -> None:
+        self.signature = signature
         self.results = 0
         self.last: Observation | None = None
         self.advancing_value = False

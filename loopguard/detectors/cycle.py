@@ -54,8 +54,8 @@ class Cycle:
             keys = list(keys)
             tail = keys[-span:]
             block = tail[:period]
-            if len(set(block)) < 2:
-                continue
+            if block.count(key) == period:
+                continue  # one call repeated is the repeat detector's job
             if all(tail[index] == tail[index - period] for index in range(period, span)):
                 if any(_advancing(memory, key) for key in block):
                     return None

@@ -22,6 +22,14 @@ _TOOLS_REMEMBERED = 256
 _BUCKET = 4  # outputs kept per skeleton
 # What contains_and_add answers (true values when the output was seen).
 _NEW, _FROM_SAME_CALL, _FROM_OTHER_CALL = 0, 1, 2
+# What each kind of stale result did, for the signal's message.
+_WHAT = {
+    "empty_result": "returned nothing",
+    "same_failure": "failed the same way as before",
+    "stalled_poll": "reported the same pending state",
+    "same_output": "returned what it had returned before",
+    "reread": "re-read a range already read",
+}
 
 
 class _Bucket:
@@ -189,13 +197,7 @@ class NoProgress:
 
         if not self._active or memory.stale_streak < self._patience:
             return None, stale
-        what = {
-            "empty_result": "returned nothing",
-            "same_failure": "failed the same way as before",
-            "stalled_poll": "reported the same pending state",
-            "same_output": "returned what it had returned before",
-            "reread": "re-read a range already read",
-        }[kind]
+        what = _WHAT[kind]
         signal = Signal(
             detector=self.name,
             kind=kind,
