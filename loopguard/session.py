@@ -395,11 +395,7 @@ class Session:
         # A signature not seen before gets fresh stats that join the run memory only when its
         # result arrives (after_call): pending calls that never return must not push out
         # the history of calls that did.
-        stats = self._memory.signatures.get(signature.key)
-        if stats is None:
-            stats = SignatureStats(signature)
-        else:
-            signature = stats.signature  # the same call: its readable text is built once, for every message
+        stats = self._memory.signatures.get(signature.key) or SignatureStats()
         record = CallRecord(self._calls, self._steps, signature, stats, profile.kind, call.agent, profile.pending_patience)
         if profile.hands_off:
             record.handoff_target = _handoff_target(signature.arguments)

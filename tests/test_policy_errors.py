@@ -93,6 +93,10 @@ CASES: dict[str, tuple[str | None, bool, list[str]]] = {
         "bad/rule_id_and_boolean_text.yml:9:14: LG203: rules[1].message must be a string, got boolean false "
         '(hint: YAML reads an unquoted yes, no, on, off, true or false as a boolean: quote it (message: "no"))',
     ]),
+    "escalate_not_text.yml": (None, False, [
+        "bad/escalate_not_text.yml:4:23: LG202: scoring.escalate[0].when[1] must be a detector ('repeat', 'cycle', 'no_progress', "
+        "'failure', 'handoff' or 'near_duplicate'), got boolean true",
+    ]),
     "verdict_not_text.yml": (None, False, [
         "bad/verdict_not_text.yml:5:14: LG207: rules[0].verdict must be 'allow', 'answer', 'cancel', 'block', 'unavailable' or 'budget', got a list",
         "bad/verdict_not_text.yml:6:9: LG206: rules[1].id must match ^[A-Za-z0-9_.:-]+$, got string 'two words' "

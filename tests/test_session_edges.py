@@ -233,3 +233,36 @@ def test_a_call_name_whose_text_reads_the_session_does_not_deadlock() -> None:
 
     decision = session.after_call(ToolCall(Name(), {"q": 1}, id="never-seen"), ToolResult("ok"))
     assert (decision.tool, decision.action.value) == ("search", "continue")
+
+
+def test_rules_read_each_calls_own_arguments() -> None:
+    # Calls whose arguments differ only in key order are one signature, but a rule reads the
+    # arguments of the call it decides, as that call wrote them.
+    policy = load_policy_text(
+        "version: 1\nrules:\n  - {id: a-first, tool: t, match: \"keys(arguments)[0] == 'a'\", verdict: block, message: m}\n"
+    )
+    session = Guard(policy).session(run_id="order")
+    first = ToolCall("t", {"b": 1, "a": 2}, id="1")
+    assert session.before_call(first).verdict.kind.value == "allow"
+    session.after_call(first, ToolResult("ok"))
+    assert session.before_call(ToolCall("t", {"a": 2, "b": 1}, id="2")).verdict.kind.value == "block"
+
+
+def test_a_long_run_does_not_keep_the_arguments_of_past_calls() -> None:
+    # The run memory keeps 512 signatures' statistics, never their arguments: 600 calls with
+    # 100 KB of arguments each leave a small session behind.
+    import tracemalloc
+
+    session = default_session()
+    tracemalloc.start()
+    try:
+        baseline = tracemalloc.get_traced_memory()[0]
+        for index in range(600):
+            call = ToolCall("embed", {"documents": [f"{index:06d}-{part}" + "x" * 1990 for part in range(50)]}, id=str(index))
+            session.before_call(call)
+            session.after_call(call, ToolResult(f"embedded {index}"))
+            del call
+        held = tracemalloc.get_traced_memory()[0] - baseline
+    finally:
+        tracemalloc.stop()
+    assert held < 5_000_000, held

@@ -118,6 +118,7 @@ def test_malformed_step_names_file_run_and_step_and_other_runs_still_parse() -> 
         ({"agent": "a"}, "step 0: has no 'tool', 'caller', 'output' or 'user'"),
         ({"args": {"q": 1}, "output": "x"}, "step 0: has 'args' but no 'tool' (or 'tool_name', 'name')"),
         ({"tool_input": {"q": 1}}, "step 0: has 'tool_input' but no 'tool' (or 'tool_name', 'name')"),
+        ({"arguments": {"q": 1}, "agent": "a"}, "step 0: has 'arguments' but no 'tool' (or 'tool_name', 'name')"),
     ],
 )
 def test_malformed_step_messages(step: Any, message: str) -> None:

@@ -88,7 +88,6 @@ class SignatureStats:
     """What the run has seen of one signature (bounded: kept in a :class:`BoundedMap`).
 
     Attributes:
-        signature: the signature (the first call's; every call with its key is the same call).
         results: results recorded.
         last: the latest result.
         advancing: the latest result differed from the one before, without error (see
@@ -103,15 +102,15 @@ class SignatureStats:
         novel_at_failure: error shape -> the run's novel-result count at its last failure.
         arguments_shape: what near_duplicate read from the arguments (``None`` until it has
             read them; they never change for one signature, so repeated calls are read once).
+        description: the call as messages show it (see :func:`describe`; ``None`` until needed).
     """
 
     __slots__ = (
-        "signature", "results", "last", "advancing_value", "advancing_between", "last_failure", "identical_pending", "polling",
-        "failures", "novel_at_failure", "arguments_shape",
+        "results", "last", "advancing_value", "advancing_between", "last_failure", "identical_pending", "polling",
+        "failures", "novel_at_failure", "arguments_shape", "description",
     )
 
-    def __init__(self, signature: Signature) -> None:
-        self.signature = signature
+    def __init__(self) -> None:
         self.results = 0
         self.last: Observation | None = None
         self.advancing_value = False
@@ -123,6 +122,7 @@ class SignatureStats:
         self.failures: dict[int, int] | None = None
         self.novel_at_failure: dict[int, int] | None = None
         self.arguments_shape: Any = None
+        self.description: str | None = None
 
     @property
     def advancing(self) -> bool:
@@ -147,10 +147,21 @@ class RunMemory:
     stale_streak: int = 0  # consecutive results that brought nothing new
 
 
-def describe(record: CallRecord, limit: int = 120) -> str:
-    """A short readable form of the call for messages: ``tool(args…)``."""
-    text = record.signature.text
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+#: Characters of a call's readable form in messages.
+DESCRIPTION_LIMIT = 120
+
+
+def describe(record: CallRecord) -> str:
+    """A short readable form of the call for messages: ``tool(args…)``, at most
+    :data:`DESCRIPTION_LIMIT` characters. Kept with the signature's statistics: a stuck run
+    describes the same call at every step, and building the text means encoding the
+    canonical arguments as JSON."""
+    stats = record.stats
+    description = stats.description
+    if description is None:
+        text = record.signature.text
+        description = stats.description = text if len(text) <= DESCRIPTION_LIMIT else text[: DESCRIPTION_LIMIT - 1] + "…"
+    return description
 
 
 Evidence = dict[str, Any]

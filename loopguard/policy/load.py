@@ -651,7 +651,10 @@ def _add_validation_error(problems: _Problems, error: Any, locator: _Locator, su
             else:  # a list or a mapping: a shape problem, said as such
                 problems.add(locator.value(loc), codes.UNKNOWN_VERDICT, f"{dotted} must be {expected}, got {_describe(value)}{suffix}")
         elif "escalate" in loc and "when" in loc:
-            problems.add(locator.value(loc), codes.UNKNOWN_DETECTOR, f"unknown detector {value!r} in {_dotted(loc[:-1])} (known: {expected}){suffix}", hint)
+            if isinstance(value, str):
+                problems.add(locator.value(loc), codes.UNKNOWN_DETECTOR, f"unknown detector '{value}' in {_dotted(loc[:-1])} (known: {expected}){suffix}", hint)
+            else:
+                problems.add(locator.value(loc), codes.UNKNOWN_DETECTOR, f"{dotted} must be a detector ({expected}), got {_describe(value)}{suffix}")
         else:
             problems.add(locator.value(loc), codes.INVALID_VALUE, f"{dotted} must be {expected}, got {_describe(value)}{suffix}", hint)
         return

@@ -20,7 +20,8 @@ usage       ``usage`` (``input_tokens``/``prompt_tokens``, ``output_tokens``/``c
 A step becomes, in this order: a user message (``user``), model usage (``usage``),
 a handoff caller → agent (``caller``), then a tool call and its result (``tool``).
 A step with neither ``tool`` nor ``caller`` but with an output is an agent message; a
-step with arguments but no ``tool`` is an error.
+step that holds call arguments (``args``, ``arguments``, ``tool_input``) but no ``tool``,
+and is no handoff, user message or model call, is an error.
 ``error`` may be a boolean, null (unknown) or a string (an error message: the call
 failed, and the string is the output when there is none). Other keys are ignored.
 """
@@ -165,6 +166,15 @@ def message_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _call_arguments_key(step: Mapping[str, Any]) -> str | None:
+    """The key holding a tool call's arguments (not null), if the step has one. ``input`` is
+    left out: a model step may carry its prompt under that name."""
+    for key in ("args", "arguments", "tool_input"):
+        if step.get(key) is not None:
+            return key
+    return None
+
+
 def parse_step(step: Any, index: int) -> list[TraceItem]:
     """Translate one step into items; raises :class:`MalformedTrace` naming ``step {index}``."""
     location = f"step {index}"
@@ -198,9 +208,10 @@ def parse_step(step: Any, index: int) -> list[TraceItem]:
         call = ToolCall(name=tool, arguments=_arguments(step, location), id=call_id, agent=agent)
         items.append(TraceToolCall(call=call, step=index))
         items.append(TraceToolResult(call=call, result=ToolResult(output=output, error=error), step=index))
-    elif _first(step, ARGS_KEYS)[1] is not _ABSENT:
-        # Arguments without a tool would be dropped silently: a missing or misspelt tool key.
-        raise MalformedTrace(location, f"has {_first(step, ARGS_KEYS)[0]!r} but no 'tool' (or 'tool_name', 'name')")
+    elif caller is None and not items and (stray := _call_arguments_key(step)) is not None:
+        # Call arguments in a step that is neither a handoff, a user message nor a model
+        # call would be dropped silently: its tool key is missing or misspelt.
+        raise MalformedTrace(location, f"has {stray!r} but no 'tool' (or 'tool_name', 'name')")
     elif caller is None and output is not None:
         items.append(AgentMessage(agent=agent, text=message_text(output), step=index))
     elif not items:
