@@ -1,9 +1,10 @@
 """Per-step cost and session memory under the default policy, at growing run lengths.
 
-Prints µs per step (median of repeated runs) for synthetic runs of 100, 1,000,
-10,000 and 100,000 steps, the ratio of the longest to the shortest, the peak memory
-a session holds (tracemalloc, MB above an empty interpreter baseline), and the time to
-replay the 200 tau-bench runs when ../shared/data is present.
+Prints µs per step for synthetic runs of 100, 1,000, 10,000 and 100,000 steps (the
+median of samples that each cover 10,000 steps, and the median and best of whole runs),
+each length's cost relative to 100 steps, the memory a session holds at the end of the
+run (tracemalloc, MB above an empty interpreter baseline), and the time to replay the
+200 tau-bench runs when ../shared/data is present.
 
     python bench/bench_session.py [--quick]
 """
@@ -26,7 +27,8 @@ LENGTHS = (100, 1_000, 10_000, 100_000)
 
 def synthetic_steps(count: int, seed: int = 7) -> list[tuple[ToolCall, ToolResult]]:
     """A mixed run: fresh searches, reads of a growing id space, paging, polls, a few
-    identical repeats and transient failures. Each call + result pair is two steps."""
+    identical repeats, and calls to 13 URLs that answer 503 every time (in long runs the
+    guard blocks their retries). Each call + result pair is two steps."""
     rng = random.Random(seed)
     pairs = []
     for index in range(count // 2):
@@ -53,13 +55,25 @@ def synthetic_steps(count: int, seed: int = 7) -> list[tuple[ToolCall, ToolResul
     return pairs
 
 
-def run_once(guard: Guard, pairs: list[tuple[ToolCall, ToolResult]]) -> float:
+SAMPLE_STEPS = 10_000  # every timed sample covers this many steps, at every run length
+
+
+def run_once(guard: Guard, pairs: list[tuple[ToolCall, ToolResult]], blocks: int = 1) -> list[float]:
+    """Run one session over ``pairs``; return the seconds each of ``blocks`` equal
+    consecutive parts of the run took (one clock read between parts)."""
     session = guard.session(run_id="bench")
+    size = -(-len(pairs) // blocks)
+    parts = [pairs] if blocks == 1 else [pairs[first : first + size] for first in range(0, len(pairs), size)]
+    elapsed = []
     start = time.perf_counter()
-    for call, result in pairs:
-        session.before_call(call)
-        session.after_call(call, result)
-    return time.perf_counter() - start
+    for part in parts:
+        for call, result in part:
+            session.before_call(call)
+            session.after_call(call, result)
+        now = time.perf_counter()
+        elapsed.append(now - start)
+        start = now
+    return elapsed
 
 
 def reference_loop() -> float:
@@ -74,33 +88,42 @@ def reference_loop() -> float:
     return (time.perf_counter() - started) * 1e6
 
 
-def timed_rounds(guard: Guard, rounds: int) -> dict[int, list[float]]:
-    """µs per step for every length, measured in interleaved rounds.
+def timed_rounds(guard: Guard, rounds: int) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
+    """µs per step for every length, measured in interleaved rounds: (samples, whole runs).
 
     Each round times every length once, shortest first, so that the machine's drift
     (this kind of shared machine speeds up and slows down by tens of percent within a
-    minute) hits all lengths alike; a short run is repeated until it lasts about as long
-    as the 10,000-step one. The synthetic traces are moved out of the cyclic garbage
-    collector's reach (``gc.freeze``) so that collections do not bill the guard for the
-    harness's own objects; the guard's objects are still collected as usual.
+    minute) hits all lengths alike. Every sample covers :data:`SAMPLE_STEPS` steps, so
+    that each is exposed to the drift for as long: a short run is repeated that often, and
+    the 100,000-step run is timed in ten consecutive blocks (a sample is then the cost per
+    step over one block of a long run). The whole runs' figures are returned too. The
+    synthetic traces are moved out of the cyclic garbage collector's reach (``gc.freeze``)
+    so that collections do not bill the guard for the harness's own objects; the guard's
+    objects are still collected as usual.
     """
     traces = {count: synthetic_steps(count) for count in LENGTHS}
     for pairs in traces.values():
         run_once(guard, pairs)  # warm-up: first-use imports, regex compilation, caches
     gc.collect()
     gc.freeze()
-    timings: dict[int, list[float]] = {count: [] for count in LENGTHS}
-    timings[0] = []  # the reference loop, timed in every round
+    samples: dict[int, list[float]] = {count: [] for count in LENGTHS}
+    whole: dict[int, list[float]] = {count: [] for count in LENGTHS}
+    samples[0] = []  # the reference loop, timed in every round
     try:
         for _ in range(rounds):
-            timings[0].append(min(reference_loop() for _ in range(20)))
+            samples[0].append(min(reference_loop() for _ in range(20)))
             for count, pairs in traces.items():
-                repeats = max(1, 10_000 // count)
-                elapsed = sum(run_once(guard, pairs) for _ in range(repeats))
-                timings[count].append(elapsed / (repeats * 2 * len(pairs)) * 1e6)
+                repeats = max(1, SAMPLE_STEPS // count)
+                blocks = max(1, count // SAMPLE_STEPS)
+                elapsed = [part for _ in range(repeats) for part in run_once(guard, pairs, blocks)]
+                if blocks > 1:
+                    samples[count].extend(part / (2 * len(pairs) / blocks) * 1e6 for part in elapsed)
+                else:
+                    samples[count].append(sum(elapsed) / (repeats * 2 * len(pairs)) * 1e6)
+                whole[count].append(sum(elapsed) / (repeats * 2 * len(pairs)) * 1e6)
     finally:
         gc.unfreeze()
-    return timings
+    return samples, whole
 
 
 def session_memory_mb(guard: Guard, count: int) -> float:
@@ -116,6 +139,16 @@ def session_memory_mb(guard: Guard, count: int) -> float:
     tracemalloc.stop()
     del session
     return held / 1e6
+
+
+def stuck_run_cost(guard: Guard, rounds: int = 7) -> float:
+    """µs per step (median of ``rounds``) of a run that is stuck: the same call failing with
+    the same 503 again and again, so every step carries signals and every call a replan."""
+    calls = [ToolCall("http_get", {"url": "https://api.example.test/v1/items/3"}, id=f"s{index}") for index in range(SAMPLE_STEPS // 2)]
+    failure = ToolResult("HTTP 503 Service Unavailable", error=True)
+    pairs = [(call, failure) for call in calls]
+    run_once(guard, pairs)
+    return statistics.median(run_once(guard, pairs)[0] for _ in range(rounds)) / (2 * len(pairs)) * 1e6
 
 
 def replay_tau_bench() -> str:
@@ -138,6 +171,12 @@ def replay_tau_bench() -> str:
     )
 
 
+def _round_medians(values: list[float], rounds: int) -> list[float]:
+    """The median of each round's samples (a round adds the same number of samples)."""
+    per_round = len(values) // rounds
+    return [statistics.median(values[index * per_round : (index + 1) * per_round]) for index in range(rounds)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (for smoke runs)")
@@ -145,14 +184,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     guard = Guard.from_policy("builtin:default")
     print(f"python {sys.version.split()[0]}, policy builtin:default revision {guard.policy.revision}")
-    timings = timed_rounds(guard, 2 if args.quick else max(1, args.rounds))
-    # The ratio is taken within each round (same machine state), then the median.
-    ratios = {count: statistics.median(t / base for t, base in zip(timings[count], timings[LENGTHS[0]])) for count in LENGTHS}
-    print(f"{'steps':>8} {'µs/step':>9} {'min':>7} {'vs 100':>7} {'session MB':>11}")
+    rounds = 2 if args.quick else max(1, args.rounds)
+    samples, whole = timed_rounds(guard, rounds)
+    # The ratio is taken within each round (same machine state, samples equally long), then
+    # the median over the rounds.
+    ratios = {count: statistics.median(_round_medians(samples[count], rounds)[index] / samples[LENGTHS[0]][index] for index in range(rounds)) for count in LENGTHS}
+    print(f"{'steps':>8} {'µs/step':>9} {'whole run':>10} {'best run':>9} {'vs 100':>7} {'session MB':>11}")
     for count in LENGTHS:
         memory = session_memory_mb(guard, count)
-        print(f"{count:>8} {statistics.median(timings[count]):>9.2f} {min(timings[count]):>7.2f} {ratios[count]:>6.2f}x {memory:>11.3f}")
-    print(f"machine speed: the reference loop (bench_session.reference_loop) took {statistics.median(timings[0]):.0f} µs (median of the rounds)")
+        print(
+            f"{count:>8} {statistics.median(samples[count]):>9.2f} {statistics.median(whole[count]):>10.2f} "
+            f"{min(whole[count]):>9.2f} {ratios[count]:>6.2f}x {memory:>11.3f}"
+        )
+    print(
+        f"µs/step: median of the {SAMPLE_STEPS:,}-step samples; whole run, best run: median and best of the "
+        "rounds' whole runs; vs 100: a round's samples against its 100-step sample, median over the rounds"
+    )
+    print(f"stuck run (one call failing the same way again and again): {stuck_run_cost(guard):.2f} µs per step")
+    print(f"machine speed: the reference loop (bench_session.reference_loop) took {statistics.median(samples[0]):.0f} µs (median of the rounds)")
     print(replay_tau_bench())
     return 0
 
