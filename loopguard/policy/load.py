@@ -825,8 +825,9 @@ def _check_verdict_fields(data: Any, errors: list[Any], problems: _Problems, loc
     if not isinstance(rules, list):
         return
     failed = {tuple(item["loc"][:3]) for item in errors if tuple(item["loc"][:1]) == ("rules",)}
+    failed_rules = {loc[1] for loc in failed if len(loc) > 1}
     for index, rule in enumerate(rules):
-        if not isinstance(rule, dict) or not any(loc[:2] == ("rules", index) for loc in failed):
+        if not isinstance(rule, dict) or index not in failed_rules:
             continue
         verdict = rule.get("verdict")
         if not isinstance(verdict, str) or ("rules", index) in failed or ("rules", index, VERDICT_FIELDS.get(verdict)) in failed:

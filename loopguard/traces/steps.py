@@ -166,10 +166,13 @@ def message_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+# The argument keys that only a tool call uses: a model step may carry its prompt as ``input``.
+_CALL_ONLY_ARGS_KEYS = tuple(key for key in ARGS_KEYS if key != "input")
+
+
 def _call_arguments_key(step: Mapping[str, Any]) -> str | None:
-    """The key holding a tool call's arguments (not null), if the step has one. ``input`` is
-    left out: a model step may carry its prompt under that name."""
-    for key in ("args", "arguments", "tool_input"):
+    """The key holding a tool call's arguments (not null), if the step has one."""
+    for key in _CALL_ONLY_ARGS_KEYS:
         if step.get(key) is not None:
             return key
     return None
@@ -211,7 +214,8 @@ def parse_step(step: Any, index: int) -> list[TraceItem]:
     elif caller is None and not items and (stray := _call_arguments_key(step)) is not None:
         # Call arguments in a step that is neither a handoff, a user message nor a model
         # call would be dropped silently: its tool key is missing or misspelt.
-        raise MalformedTrace(location, f"has {stray!r} but no 'tool' (or 'tool_name', 'name')")
+        others = ", ".join(repr(key) for key in TOOL_KEYS[1:])
+        raise MalformedTrace(location, f"has {stray!r} but no {TOOL_KEYS[0]!r} (or {others})")
     elif caller is None and output is not None:
         items.append(AgentMessage(agent=agent, text=message_text(output), step=index))
     elif not items:
