@@ -4,11 +4,17 @@ A signature is the tool name plus the canonical JSON of the call's arguments, so
 calls that differ only in key order, whitespace or number form (``1`` / ``1.0`` /
 ``"1e0"`` is *not* a number and stays a string) have the same signature.
 
+Values and mapping keys take the form JSON gives them: a ``str`` or ``int`` subclass
+(a ``(str, Enum)`` or ``IntEnum`` member, ``numpy.str_``) is its plain value, and a key
+``True`` / ``None`` / ``1.0`` is ``"true"`` / ``"null"`` / ``"1"``. No arguments are ``{}``
+however they come: ``None``, a blank string and ``"{}"`` are one call.
+
 Canonicalisation never raises: non-JSON values are rendered by type and ``repr``,
 reference cycles become ``"<cycle>"``, NaN and infinities become the strings
 ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"``, nesting deeper than
-:data:`MAX_DEPTH` is cut, and strings longer than :data:`MAX_STRING` characters are
-replaced by their length and a digest so that memory per call stays bounded.
+:data:`MAX_DEPTH` is cut, and strings longer than :data:`MAX_STRING` characters (ints
+longer than :data:`MAX_INT_BITS` bits) are replaced by their length and a digest so that
+memory per call stays bounded.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ MAX_DEPTH = 32
 MAX_STRING = 2048
 #: Containers with more items than this keep the first items and a count.
 MAX_ITEMS = 1000
+#: Ints longer than this (in bits) are replaced by their length and a digest.
+MAX_INT_BITS = 1024
 
 
 def _digest(text: str) -> str:
@@ -58,7 +66,7 @@ def _canonical(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset())
         return value
     if kind is int:
         # A huge int would make str()/JSON refuse it (Python's 4300-digit limit) and costs memory.
-        return value if value.bit_length() <= 1024 else f"<int {value.bit_length()} bits>"
+        return value if value.bit_length() <= MAX_INT_BITS else _huge_int(value)
     if kind is float:
         if math.isnan(value):
             return "NaN"
@@ -101,6 +109,8 @@ def _canonical(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset())
         if len(items) > MAX_ITEMS:
             return items[:MAX_ITEMS] + [f"<{len(items) - MAX_ITEMS} more {_rest_digest(items[MAX_ITEMS:])}>"]
         return items
+    if isinstance(value, str):  # a (str, Enum) member, numpy.str_: its plain value, as JSON writes it
+        return _canonical(str.__str__(value), _depth, _seen)
     if isinstance(value, bool):  # bool subclasses such as numpy.bool_
         return bool(value)
     if isinstance(value, int):
@@ -137,13 +147,21 @@ def _rest_digest(rest: Any) -> str:
         return "digest=?"
 
 
+def _huge_int(value: int) -> str:
+    """An int past :data:`MAX_INT_BITS` as its length and a digest of its bytes."""
+    size = value.bit_length() // 8 + 1
+    return f"<int {value.bit_length()} bits digest={hashlib.blake2b(value.to_bytes(size, 'little', signed=True), digest_size=8).hexdigest()}>"
+
+
 def _key_text(key: Any) -> str:
-    """A mapping key as the plain string JSON writes for it (a ``str`` subclass such as a
-    ``(str, Enum)`` member is its string value, not its ``str()``)."""
+    """A mapping key as the plain string JSON writes for it: a ``str`` subclass such as a
+    ``(str, Enum)`` member is its string value (not its ``str()``), ``True`` is ``"true"``,
+    ``None`` is ``"null"``, ``1.0`` is ``"1"`` and NaN is ``"NaN"``."""
     if isinstance(key, str):
         return str.__str__(key)  # an exact str copy; the subclass cannot override this
-    if isinstance(key, float) and key.is_integer():
-        key = int(key)
+    if key is None or isinstance(key, (bool, int, float)):
+        value = _canonical(key)  # the value's canonical form: bool/int subclasses, NaN, huge ints
+        return value if isinstance(value, str) else _ENCODER.encode(value)
     try:
         return str(key)
     except Exception:
@@ -156,9 +174,14 @@ def _sort_key(item: Any) -> str:
 
 def parse_arguments(arguments: Any) -> Any:
     """Return the arguments as data: a JSON string (as OpenAI chat messages carry them)
-    is parsed; anything else is returned unchanged. Never raises."""
+    is parsed, ``None`` and a blank string are no arguments (``{}``); anything else is
+    returned unchanged. Never raises."""
+    if arguments is None:
+        return {}
     if isinstance(arguments, str):
         text = arguments.strip()
+        if not text:
+            return {}
         if text.startswith(("{", "[")):
             try:
                 return json.loads(text)

@@ -125,7 +125,9 @@ def test_unreadable_values_canonicalise_to_a_placeholder() -> None:
             raise RuntimeError("no")
 
     assert signature_of("t", {"a": Hostile()}).text.startswith('t({"a":"<')
-    assert signature_of("t", {"n": 10**5000}).text == 't({"n":"<int 16610 bits>"})'
+    assert signature_of("t", {"n": 10**5000}).text == 't({"n":"<int 16610 bits digest=6af98046b4cee0be>"})'
+    # Two huge ints of one length are still two calls.
+    assert signature_of("t", {"n": 10**5000}).key != signature_of("t", {"n": 10**5000 + 1}).key
 
 
 @pytest.mark.parametrize(
@@ -149,3 +151,35 @@ def test_a_string_enum_key_is_its_string() -> None:
     assert signature == signature_of("list", {"page": 2, "all": True})
     assert [type(key) for key in signature.arguments] == [str, str]
     assert signature.arguments == {"page": 2, "all": True} and signature.text == 'list({"all":true,"page":2})'
+
+
+def test_values_and_keys_take_the_form_json_gives_them() -> None:
+    """A call whose arguments a framework hands over as enum members or numpy strings is
+    the same call as the one with plain values, as ``json.dumps`` would write it."""
+    import enum
+
+    class Mode(str, enum.Enum):
+        FAST = "fast"
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    class Text(str):
+        def __str__(self) -> str:
+            return "overridden"
+
+    plain = signature_of("run", {"mode": "fast", "level": 3, "note": "hi"})
+    odd = signature_of("run", {"mode": Mode.FAST, "level": Level.HIGH, "note": Text("hi")})
+    assert odd == plain and odd.key == plain.key
+    assert odd.text == 'run({"level":3,"mode":"fast","note":"hi"})'
+    assert [type(value) for value in odd.arguments.values()] == [str, int, str]
+    keys = signature_of("t", {True: 1, False: 2, None: 3, 2.0: 4, 1.5: 5, math.nan: 6, Level.HIGH: 7})
+    assert keys.text == 't({"1.5":5,"2":4,"3":7,"NaN":6,"false":2,"null":3,"true":1})'
+    assert signature_of("t", {True: 1}) == signature_of("t", '{"true": 1}')
+
+
+@pytest.mark.parametrize("arguments", [None, "", "   ", "{}", {}])
+def test_no_arguments_is_one_call_however_it_comes(arguments: object) -> None:
+    signature = signature_of("list_tools", arguments)
+    assert signature.arguments == {} and signature.text == "list_tools({})"
+    assert signature.key == signature_of("list_tools", {}).key
