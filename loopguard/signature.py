@@ -7,7 +7,7 @@ calls that differ only in key order, whitespace or number form (``1`` / ``1.0`` 
 Values and mapping keys take the form JSON gives them: a ``str`` or ``int`` subclass
 (a ``(str, Enum)`` or ``IntEnum`` member, ``numpy.str_``) is its plain value, and a key
 ``True`` / ``None`` / ``1.0`` is ``"true"`` / ``"null"`` / ``"1"``. No arguments are ``{}``
-however they come: ``None``, a blank string and ``"{}"`` are one call.
+however they come: ``None``, a blank string, ``"null"`` and ``"{}"`` are one call.
 
 Canonicalisation never raises: non-JSON values are rendered by type and ``repr``,
 reference cycles become ``"<cycle>"``, NaN and infinities become the strings
@@ -174,13 +174,13 @@ def _sort_key(item: Any) -> str:
 
 def parse_arguments(arguments: Any) -> Any:
     """Return the arguments as data: a JSON string (as OpenAI chat messages carry them)
-    is parsed, ``None`` and a blank string are no arguments (``{}``); anything else is
-    returned unchanged. Never raises."""
+    is parsed, ``None``, a blank string and the JSON text ``null`` are no arguments
+    (``{}``); anything else is returned unchanged. Never raises."""
     if arguments is None:
         return {}
     if isinstance(arguments, str):
         text = arguments.strip()
-        if not text:
+        if not text or text == "null":  # JSON text for no arguments, as some models write it
             return {}
         if text.startswith(("{", "[")):
             try:

@@ -15,6 +15,20 @@ CASES: dict[str, tuple[str | None, bool, list[str]]] = {
     "yaml_syntax.yml": (None, False, [
         "bad/yaml_syntax.yml:4:5: LG101: invalid YAML: expected ',' or '}', but got ':' (while parsing a flow mapping at line 3)",
     ]),
+    "misindented.yml": (None, False, [
+        "bad/misindented.yml:5:4: LG101: invalid YAML: expected <block end>, but found '<block mapping start>' (while parsing a block mapping at line 3) "
+        "(hint: check this line's indentation: keys of one mapping line up, and a nested value is indented under its key)",
+    ]),
+    "cancel_with_message.yml": (None, False, [
+        "bad/cancel_with_message.yml:5:14: LG205: a rule with verdict 'cancel' needs 'reason' ('message' is for verdict 'block') (rules[0])",
+    ]),
+    "misspelt_functions.yml": (None, False, [
+        "bad/misspelt_functions.yml:5:12: LG303: invalid JMESPath: unknown function lenght() (known: abs, avg, ceil, contains, ends_with, floor, join, "
+        "keys, length, map, max, max_by, merge, min, min_by, not_null, reverse, sort, sort_by, starts_with, sum, to_array, to_number, to_string, "
+        "type, values) (hint: did you mean 'length'?)",
+        "bad/misspelt_functions.yml:10:12: LG304: unknown function 'lenght' in condition (known: abs, contains, len, lower, matches, max, min, round) "
+        "(hint: did you mean 'len'?)",
+    ]),
     "tab_indent.yml": (None, False, [
         "bad/tab_indent.yml:4:1: LG102: tab character in indentation; YAML indents with spaces only (hint: replace the tab with spaces)",
     ]),
@@ -329,3 +343,11 @@ def test_unknown_jmespath_functions_and_wrong_arity_are_load_errors() -> None:
             load_policy_text(f"version: 1\nrules:\n  - id: r\n    match: '{match}'\n    verdict: block\n    message: m\n")
         [problem] = caught.value.problems
         assert (problem.code, problem.line) == ("LG303", 4) and problem.message.startswith(message)
+
+
+def test_an_unquoted_colon_in_a_value_gets_a_quoting_hint() -> None:
+    result = check_policy_text_errors("version: 1\nrules:\n  - id: a\n    tool: x\n    verdict: block\n    message: error: retry\n")
+    assert result == [
+        "t.yml:6:19: LG101: invalid YAML: mapping values are not allowed here "
+        "(hint: quote a value that holds ': ' (message: \"error: retry later\"), or check this line's indentation)"
+    ]

@@ -178,7 +178,7 @@ def test_values_and_keys_take_the_form_json_gives_them() -> None:
     assert signature_of("t", {True: 1}) == signature_of("t", '{"true": 1}')
 
 
-@pytest.mark.parametrize("arguments", [None, "", "   ", "{}", {}])
+@pytest.mark.parametrize("arguments", [None, "", "   ", "null", " {} ", {}])
 def test_no_arguments_is_one_call_however_it_comes(arguments: object) -> None:
     signature = signature_of("list_tools", arguments)
     assert signature.arguments == {} and signature.text == "list_tools({})"

@@ -16,6 +16,7 @@ exponentiation and string sizes than simpleeval's defaults.
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 import threading
 from dataclasses import dataclass, field
@@ -40,12 +41,19 @@ class ExpressionError(ValueError):
     Attributes:
         message: what is wrong.
         offset: 0-based character offset of the problem in the expression, if known.
+        hint: a likely fix (``did you mean 'length'?``), if one is known.
     """
 
-    def __init__(self, message: str, offset: int | None = None) -> None:
+    def __init__(self, message: str, offset: int | None = None, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.offset = offset
+        self.hint = hint
+
+
+def _did_you_mean(name: str, known: Any) -> str | None:
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else None
 
 
 @dataclass(frozen=True)
@@ -80,7 +88,10 @@ def _check_functions(tree: Any) -> None:
         name = tree.get("value")
         spec = _JMESPATH_FUNCTIONS.get(name)
         if spec is None:
-            raise ExpressionError(f"invalid JMESPath: unknown function {name}() (known: {', '.join(sorted(_JMESPATH_FUNCTIONS))})")
+            raise ExpressionError(
+                f"invalid JMESPath: unknown function {name}() (known: {', '.join(sorted(_JMESPATH_FUNCTIONS))})",
+                hint=_did_you_mean(str(name), _JMESPATH_FUNCTIONS),
+            )
         signature = spec["signature"]
         given = len(tree.get("children", ()))
         variadic = bool(signature) and signature[-1].get("variadic")
@@ -107,8 +118,8 @@ def compile_match(text: str) -> CompiledMatch:
         return _raise(f"invalid JMESPath: {error}", None)
 
 
-def _raise(message: str, offset: int | None) -> Any:
-    raise ExpressionError(message, offset)
+def _raise(message: str, offset: int | None, hint: str | None = None) -> Any:
+    raise ExpressionError(message, offset, hint)
 
 
 #: matches() looks at most at this many characters of its text (user text feeds the hot path).
@@ -258,11 +269,12 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
             names.add(node.id)
             if node.id not in allowed_names and node.id not in CONDITION_FUNCTIONS:
                 known = ", ".join(sorted(n for n in allowed_names if n[0].islower() and n not in CONDITION_CONSTANTS))
-                return _raise(f"unknown name {node.id!r} in condition (known: {known})", node.col_offset)
+                return _raise(f"unknown name {node.id!r} in condition (known: {known})", node.col_offset, _did_you_mean(node.id, [*allowed_names, *CONDITION_FUNCTIONS]))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in CONDITION_FUNCTIONS:
             return _raise(
                 f"unknown function {node.func.id!r} in condition (known: {', '.join(sorted(CONDITION_FUNCTIONS))})",
                 node.func.col_offset,
+                _did_you_mean(node.func.id, CONDITION_FUNCTIONS),
             )
         if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             return _raise(f"attribute {node.attr!r} is not allowed in a condition", node.col_offset)

@@ -121,6 +121,16 @@ class _Problems:
         return tuple(sorted(self.items, key=lambda problem: (rank[problem.file], problem.line, problem.column)))
 
 
+_INDENTATION_HINT = "check this line's indentation: keys of one mapping line up, and a nested value is indented under its key"
+# Hints for PyYAML's usual syntax errors, by the words of its message.
+_YAML_HINTS = {
+    "expected <block end>": _INDENTATION_HINT,
+    "did not find expected key": _INDENTATION_HINT,
+    "could not find expected ':'": _INDENTATION_HINT,
+    "mapping values are not allowed here": "quote a value that holds ': ' (message: \"error: retry later\"), or check this line's indentation",
+}
+
+
 def _did_you_mean(word: Any, choices: Iterable[str]) -> str | None:
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
@@ -192,7 +202,8 @@ class _Reader:
         if error.problem and error.context and context is not None and mark is not None and context.line != mark.line:
             message += f" ({error.context} at line {context.line + 1})"
         origin = self.origin(mark) if mark is not None else Origin(self.file, 1, 1)
-        self.problems.add(origin, codes.YAML_SYNTAX, message)
+        hint = next((hint for phrase, hint in _YAML_HINTS.items() if phrase in message), None)
+        self.problems.add(origin, codes.YAML_SYNTAX, message, hint)
 
     def _indentation_tab(self, error_line: int) -> tuple[int, int] | None:
         """(line, column) of a tab in leading whitespace: on the error line, else the first before it."""
@@ -773,7 +784,7 @@ def _check_expressions(root: Node, problems: _Problems) -> None:
             try:
                 compile_match(match.value)
             except ExpressionError as error:
-                problems.add(_inside(match, error.offset), codes.BAD_JMESPATH, error.message)
+                problems.add(_inside(match, error.offset), codes.BAD_JMESPATH, error.message, error.hint)
             else:
                 quoted = _QUOTED_COMPARISON.search(match.value)
                 if quoted is not None:
@@ -794,7 +805,7 @@ def _check_expressions(root: Node, problems: _Problems) -> None:
                 offset = error.offset
                 if offset is not None:
                     offset = None if "\n" in text.strip() else offset + len(text) - len(text.lstrip())
-                problems.add(_inside(when, offset), codes.BAD_CONDITION, error.message)
+                problems.add(_inside(when, offset), codes.BAD_CONDITION, error.message, error.hint)
 
 
 # --------------------------------------------------------------------------- validation

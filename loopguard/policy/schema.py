@@ -206,7 +206,9 @@ def missing_verdict_field(verdict: Any, given: dict[str, Any]) -> str | None:
         return None
     value = given.get(field)
     if (field not in given) if verdict == "answer" else (value is None if verdict == "budget" else not value):
-        return f"a rule with verdict '{verdict}' needs '{field}'"
+        # Another verdict's field written instead (a cancel with a 'message'): say whose it is.
+        misplaced = [f"'{other_field}' is for verdict '{other}'" for other, other_field in VERDICT_FIELDS.items() if other_field in given and other_field != field]
+        return f"a rule with verdict '{verdict}' needs '{field}'" + (f" ({'; '.join(misplaced)})" if misplaced else "")
     return None
 
 
