@@ -37,8 +37,9 @@ LG902    quoted-identifier       (warning) a ``match`` compares with a "double-q
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 #: Stable code → short name. See the module docstring for meanings.
 CODES: dict[str, str] = {
@@ -170,3 +171,10 @@ class PolicyIOError(PolicyError):
 
 class PolicyFileWarning(UserWarning):
     """A policy that loads but deserves attention (e.g. writable by group or others)."""
+
+
+def did_you_mean(word: Any, choices: Iterable[str]) -> str | None:
+    """A hint naming the choice closest to ``word`` (``"did you mean 'length'?"``), or ``None``
+    when none is close (difflib's ratio below 0.6)."""
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else None

@@ -16,7 +16,6 @@ exponentiation and string sizes than simpleeval's defaults.
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 import threading
 from dataclasses import dataclass, field
@@ -28,6 +27,8 @@ import jmespath.visitor
 import jmespath.exceptions
 import jmespath.functions
 import simpleeval
+
+from .errors import did_you_mean
 
 #: Largest exponent ``**`` may use in a condition.
 MAX_POWER = 1000
@@ -49,11 +50,6 @@ class ExpressionError(ValueError):
         self.message = message
         self.offset = offset
         self.hint = hint
-
-
-def _did_you_mean(name: str, known: Any) -> str | None:
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'?" if close else None
 
 
 @dataclass(frozen=True)
@@ -90,7 +86,7 @@ def _check_functions(tree: Any) -> None:
         if spec is None:
             raise ExpressionError(
                 f"invalid JMESPath: unknown function {name}() (known: {', '.join(sorted(_JMESPATH_FUNCTIONS))})",
-                hint=_did_you_mean(str(name), _JMESPATH_FUNCTIONS),
+                hint=did_you_mean(str(name), _JMESPATH_FUNCTIONS),
             )
         signature = spec["signature"]
         given = len(tree.get("children", ()))
@@ -269,12 +265,12 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
             names.add(node.id)
             if node.id not in allowed_names and node.id not in CONDITION_FUNCTIONS:
                 known = ", ".join(sorted(n for n in allowed_names if n[0].islower() and n not in CONDITION_CONSTANTS))
-                return _raise(f"unknown name {node.id!r} in condition (known: {known})", node.col_offset, _did_you_mean(node.id, [*allowed_names, *CONDITION_FUNCTIONS]))
+                return _raise(f"unknown name {node.id!r} in condition (known: {known})", node.col_offset, did_you_mean(node.id, [*allowed_names, *CONDITION_FUNCTIONS]))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in CONDITION_FUNCTIONS:
             return _raise(
                 f"unknown function {node.func.id!r} in condition (known: {', '.join(sorted(CONDITION_FUNCTIONS))})",
                 node.func.col_offset,
-                _did_you_mean(node.func.id, CONDITION_FUNCTIONS),
+                did_you_mean(node.func.id, CONDITION_FUNCTIONS),
             )
         if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             return _raise(f"attribute {node.attr!r} is not allowed in a condition", node.col_offset)

@@ -22,7 +22,6 @@ The profile defaults to the ``LOOPGUARD_PROFILE`` environment variable when not 
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import stat
@@ -30,14 +29,14 @@ import types
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Union, get_args, get_origin
+from typing import Any, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from . import errors as codes
 from .compile import CompiledPolicy, compile_glob, compile_policy
-from .errors import Problem, PolicyError, PolicyFileWarning, PolicyIOError
+from .errors import Problem, PolicyError, PolicyFileWarning, PolicyIOError, did_you_mean
 from .expressions import ExpressionError, compile_condition, compile_match
 from .schema import VERDICT_FIELDS, Policy, _PolicyBody, missing_verdict_field
 
@@ -129,11 +128,6 @@ _YAML_HINTS = {
     "could not find expected ':'": _INDENTATION_HINT,
     "mapping values are not allowed here": "quote a value that holds ': ' (message: \"error: retry later\"), or check this line's indentation",
 }
-
-
-def _did_you_mean(word: Any, choices: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'?" if close else None
 
 
 def _dotted(path: PathKey) -> str:
@@ -437,7 +431,7 @@ def _extends_target(extends: Node, base_dir: Path, problems: _Problems) -> Path 
                 extends.origin,
                 codes.EXTENDS_MISSING,
                 f"no builtin policy '{name}' (known: {', '.join(builtin_policies())})",
-                hint=_did_you_mean(name, builtin_policies()),
+                hint=did_you_mean(name, builtin_policies()),
             )
             return None
     target = Path(text) if Path(text).is_absolute() else base_dir / text
@@ -524,7 +518,7 @@ def _add_unknown_key(problems: _Problems, key: Any, origin: Origin, path: PathKe
     fields = list(model.model_fields) if model is not None else []
     relative = _relative(path) if profile is not None else path
     if relative == ("detectors",):
-        problems.add(origin, codes.UNKNOWN_DETECTOR, f"unknown detector '{key}' (known: {', '.join(fields)})", _did_you_mean(key, fields))
+        problems.add(origin, codes.UNKNOWN_DETECTOR, f"unknown detector '{key}' (known: {', '.join(fields)})", did_you_mean(key, fields))
         return
     if relative:
         where = f"in {_dotted(relative)}" + (f" of profile '{profile}'" if profile is not None else "")
@@ -532,7 +526,7 @@ def _add_unknown_key(problems: _Problems, key: Any, origin: Origin, path: PathKe
         where = f"in profile '{profile}'"
     else:
         where = "at the top level"
-    hint = _did_you_mean(key, fields) or (f"a profile can set: {', '.join(fields)}" if profile is not None and not relative else None)
+    hint = did_you_mean(key, fields) or (f"a profile can set: {', '.join(fields)}" if profile is not None and not relative else None)
     problems.add(origin, codes.UNKNOWN_KEY, f"unknown key '{key}' {where}", hint)
 
 
@@ -655,7 +649,7 @@ def _add_validation_error(problems: _Problems, error: Any, locator: _Locator, su
     if kind == "literal_error":
         choices = re.findall(r"'([^']*)'", context.get("expected", ""))
         expected = context.get("expected", "")
-        hint = _did_you_mean(value, choices) if isinstance(value, (str, int, float)) else None
+        hint = did_you_mean(value, choices) if isinstance(value, (str, int, float)) else None
         if field == "verdict" and loc[0] == "rules":
             if isinstance(value, str):
                 problems.add(locator.value(loc), codes.UNKNOWN_VERDICT, f"unknown verdict '{value}' in {_dotted(loc[:-1])} (expected {expected}){suffix}", hint)
@@ -900,7 +894,7 @@ def _check_tree(root: Node | None, problems: _Problems, source: str, profile: st
     if profile is not None and profile not in names:
         where = profiles_node.key_origin if profiles_node is not None and profiles_node.key_origin else root.origin
         known = f"known: {', '.join(names)}" if names else "this policy defines no profiles"
-        problems.add(where, codes.UNKNOWN_PROFILE, f"unknown profile '{profile}' ({known})", _did_you_mean(profile, names))
+        problems.add(where, codes.UNKNOWN_PROFILE, f"unknown profile '{profile}' ({known})", did_you_mean(profile, names))
     selected = list(overlays) if all_profiles else [profile] if profile in overlays else []
     for name in selected:
         trees[name] = _merge(root, overlays[name])
