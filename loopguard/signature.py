@@ -4,22 +4,30 @@ A signature is the tool name plus the canonical JSON of the call's arguments, so
 calls that differ only in key order, whitespace or number form (``1`` / ``1.0`` /
 ``"1e0"`` is *not* a number and stays a string) have the same signature.
 
-Values and mapping keys take the form JSON gives them: a ``str`` or ``int`` subclass
-(a ``(str, Enum)`` or ``IntEnum`` member, ``numpy.str_``) is its plain value, and a key
-``True`` / ``None`` / ``1.0`` is ``"true"`` / ``"null"`` / ``"1"``. No arguments are ``{}``
-however they come: ``None``, a blank string, ``"null"`` and ``"{}"`` are one call.
+Values and mapping keys take the form JSON gives them: a ``str``, ``int`` or ``float``
+subclass (a ``(str, Enum)`` or ``IntEnum`` member, ``numpy.str_``, ``numpy.float64``) is its
+plain value, read through the base type so that the subclass's own methods never run; numpy
+scalars and arrays of up to :data:`MAX_ITEMS` items are their Python values; a key ``True`` /
+``None`` / ``1.0`` is ``"true"`` / ``"null"`` / ``"1"``, and a non-string key whose text
+another key of the mapping has is tagged with its type (``{True: 1, "true": 2}`` keeps both,
+as ``"true <bool>"`` and ``"true"``). No arguments are ``{}`` however they come: ``None``, a
+blank string, ``"null"`` and ``"{}"`` are one call.
 
 Canonicalisation never raises: non-JSON values are rendered by type and ``repr``,
 reference cycles become ``"<cycle>"``, NaN and infinities become the strings
 ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"``, nesting deeper than
 :data:`MAX_DEPTH` is cut, and strings longer than :data:`MAX_STRING` characters (ints
 longer than :data:`MAX_INT_BITS` bits) are replaced by their length and a digest so that
-memory per call stays bounded.
+memory per call stays bounded. Cost is bounded too: one call reads at most
+:data:`MAX_NODES` containers and odd values (a list holding one sub-list twice, forty levels
+deep, is 2**40 values when expanded) and digests at most as many of what the limits cut
+off; past that only sizes count, so two calls that differ only there share a signature.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 from typing import Any
@@ -32,22 +40,27 @@ MAX_STRING = 2048
 MAX_ITEMS = 1000
 #: Ints longer than this (in bits) are replaced by their length and a digest.
 MAX_INT_BITS = 1024
+#: Containers and other non-scalar values one canonicalisation reads before it cuts the
+#: rest to a digest (shared sub-lists would otherwise expand exponentially).
+MAX_NODES = 10_000
 
 
 def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
-def canonical_value(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset()) -> Any:
+def canonical_value(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset(), _budget: list[Any] | None = None) -> Any:
     """Return a JSON-safe, canonical copy of ``value`` (never raises).
 
     Integral floats become ints, mappings get string keys, sets become sorted lists,
-    tuples become lists. See the module docstring for the limits applied. A value whose
-    own methods raise (``__getattribute__``, ``items``, ``__iter__``) becomes
-    ``"<TYPE unreadable>"``.
+    tuples become lists, numpy scalars and small arrays become their Python values. See the
+    module docstring for the limits applied. A value whose own methods raise
+    (``__getattribute__``, ``items``, ``__iter__``) becomes ``"<TYPE unreadable>"``.
     """
+    if _budget is None:
+        _budget = [MAX_NODES, MAX_NODES, {}]  # values left to read, values left to digest, long strings' digests
     try:
-        return _canonical(value, _depth, _seen)
+        return _canonical(value, _depth, _seen, _budget)
     except Exception:
         try:
             name = type(value).__name__
@@ -56,14 +69,12 @@ def canonical_value(value: Any, _depth: int = 0, _seen: frozenset[int] = frozens
         return f"<{name} unreadable>"
 
 
-def _canonical(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset()) -> Any:
+def _canonical(value: Any, depth: int, seen: frozenset[int], budget: list[Any]) -> Any:
     if value is None or value is True or value is False:
         return value
     kind = type(value)
     if kind is str:
-        if len(value) > MAX_STRING:
-            return f"<str len={len(value)} digest={_digest(value)}>"
-        return value
+        return value if len(value) <= MAX_STRING else _long_string(value, budget[2])
     if kind is int:
         # A huge int would make str()/JSON refuse it (Python's 4300-digit limit) and costs memory.
         return value if value.bit_length() <= MAX_INT_BITS else _huge_int(value)
@@ -75,76 +86,159 @@ def _canonical(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset())
         if value.is_integer() and abs(value) < 2**53:
             return int(value)
         return value
-    if _depth >= MAX_DEPTH:
-        return f"<deep {_rest_digest(value)}>"
+    budget[0] -= 1  # containers and odd values count: shared sub-lists must not expand forever
+    if depth >= MAX_DEPTH:
+        return f"<deep {_rest_digest(value, budget)}>"
     ident = id(value)
     if isinstance(value, dict) or _is_mapping(value):
-        if ident in _seen:
+        if ident in seen:
             return "<cycle>"
-        seen = _seen | {ident}
-        out: dict[str, Any] = {}
         try:
-            items = list(value.items())
+            # At most what can be read (MAX_ITEMS) and digested (MAX_NODES): a huge mapping is not copied.
+            items = list(itertools.islice(value.items(), MAX_ITEMS + MAX_NODES))
+            total = len(value) if len(items) == MAX_ITEMS + MAX_NODES else len(items)
         except Exception:  # a broken mapping must not crash a decision
             return f"<{type(value).__name__}>"
-        for index, (key, item) in enumerate(items):
-            if index >= MAX_ITEMS:
-                out["<more>"] = f"{len(items) - MAX_ITEMS} {_rest_digest(items[MAX_ITEMS:])}"
-                break
-            out[key if type(key) is str else _key_text(key)] = canonical_value(item, _depth + 1, seen)
-        return out
+        return _canonical_mapping(items, total, depth, seen | {ident}, budget)
     if isinstance(value, (list, tuple)):
-        if ident in _seen:
+        if ident in seen:
             return "<cycle>"
-        seen = _seen | {ident}
-        items = [canonical_value(item, _depth + 1, seen) for item in value[:MAX_ITEMS]]
-        if len(value) > MAX_ITEMS:
-            items.append(f"<{len(value) - MAX_ITEMS} more {_rest_digest(value[MAX_ITEMS:])}>")
-        return items
+        inner = seen | {ident}
+        out = []
+        for index, item in enumerate(value):
+            if index >= MAX_ITEMS or budget[0] <= 0:
+                # (only the part a digest can still read is sliced; the count says how much is left)
+                out.append(f"<{len(value) - index} more {_rest_digest(value[index : index + max(budget[1], 0)], budget)}>")
+                break
+            out.append(canonical_value(item, depth + 1, inner, budget))
+        return out
     if isinstance(value, (set, frozenset)):
-        if ident in _seen:
-            return "<cycle>"
-        seen = _seen | {ident}
-        items = sorted((canonical_value(item, _depth + 1, seen) for item in value), key=_sort_key)
-        if len(items) > MAX_ITEMS:
-            return items[:MAX_ITEMS] + [f"<{len(items) - MAX_ITEMS} more {_rest_digest(items[MAX_ITEMS:])}>"]
-        return items
-    if isinstance(value, str):  # a (str, Enum) member, numpy.str_: its plain value, as JSON writes it
-        return _canonical(str.__str__(value), _depth, _seen)
-    if isinstance(value, bool):  # bool subclasses such as numpy.bool_
-        return bool(value)
-    if isinstance(value, int):
-        return canonical_value(int(value), _depth)
-    if isinstance(value, float):
-        return canonical_value(float(value), _depth)
+        if len(value) > MAX_ITEMS or len(value) > budget[0]:
+            # Sorting needs every item canonical: an oversized set is its size and an
+            # order-independent digest (the hash of its items, computed in C).
+            return f"<set len={len(value)} digest={_set_digest(value)}>"
+        inner = seen | {ident}
+        return sorted((canonical_value(item, depth + 1, inner, budget) for item in value), key=_sort_key)
+    # Subclasses of the JSON types are their plain value, read by the base type's own method
+    # (a subclass may override __str__/__int__/__float__, but not these).
+    if isinstance(value, str):  # a (str, Enum) member, numpy.str_
+        return _canonical(str.__str__(value), depth, seen, budget)
+    if isinstance(value, int):  # an IntEnum member (bool cannot be subclassed)
+        return _canonical(int.__int__(value), depth, seen, budget)
+    if isinstance(value, float):  # numpy.float64
+        return _canonical(float.__float__(value), depth, seen, budget)
     if isinstance(value, (bytes, bytearray)):
         return f"<bytes len={len(value)} digest={hashlib.blake2b(bytes(value), digest_size=8).hexdigest()}>"
+    if hasattr(value, "dtype") and callable(getattr(value, "tolist", None)):
+        # numpy scalars (np.int64, np.bool_, ...) and arrays: their Python values.
+        size = getattr(value, "size", None)
+        if type(size) is int and size <= MAX_ITEMS and size <= budget[0]:
+            budget[0] -= size
+            return canonical_value(value.tolist(), depth, seen | {ident}, budget)
+        return f"<{type(value).__name__} size={size} digest={hashlib.blake2b(value.tobytes(), digest_size=8).hexdigest()}>"
     try:
         model_dump = getattr(value, "model_dump", None)  # pydantic models, as tools often take them
     except Exception:
         model_dump = None
     if callable(model_dump):
         try:
-            return canonical_value(model_dump(), _depth + 1, _seen | {ident})
+            return canonical_value(model_dump(), depth + 1, seen | {ident}, budget)
         except Exception:
             pass
     try:
         text = repr(value)
     except Exception:
         text = "?"
-    return canonical_value(f"<{type(value).__name__} {text}>", _depth + 1, _seen)
+    return _canonical(f"<{type(value).__name__} {text}>", depth + 1, seen, budget)
+
+
+def _canonical_mapping(items: list[tuple[Any, Any]], total: int, depth: int, seen: frozenset[int], budget: list[Any]) -> dict[str, Any]:
+    """A mapping's items with string keys. Keys that JSON would write alike (``True`` and
+    ``"true"``, ``1`` and ``"1"``) must not merge two values into one: a non-string key whose
+    text another key already has is tagged with its type (``"true <bool>"``). ``total`` is the
+    mapping's size (``items`` may be its first part only)."""
+    out: dict[str, Any] = {}
+    texts: set[str] | None = None  # the string keys, built only when a key is not a string
+    for index, (key, item) in enumerate(items):
+        if index >= MAX_ITEMS or budget[0] <= 0:
+            out["<more>"] = f"{total - index} {_rest_digest(items[index : index + max(budget[1], 0)], budget)}"
+            break
+        if type(key) is str and len(key) <= MAX_STRING:
+            text = key
+        else:
+            if texts is None:
+                texts = {_key_text(other, budget) for other, _ in items if isinstance(other, str)}
+            text = _key_text(key, budget)
+            if not isinstance(key, str) and (text in texts or text in out):
+                text = f"{text} <{type(key).__name__}>"
+                if text in out:
+                    text = f"{text} #{index}"
+        out[text] = canonical_value(item, depth + 1, seen, budget)
+    return out
 
 
 def _is_mapping(value: Any) -> bool:
     return hasattr(value, "items") and hasattr(value, "keys") and hasattr(value, "__getitem__")
 
 
-def _rest_digest(rest: Any) -> str:
-    """A digest of what a limit cut off, so that two values differing only there still differ."""
-    try:
-        return "digest=" + _digest(repr(rest))
-    except Exception:  # too deep to repr, or unprintable: the cut part cannot be told apart
-        return "digest=?"
+def _rest_digest(rest: Any, budget: list[Any]) -> str:
+    """A digest of what a limit cut off, so that two values differing only there still differ.
+
+    Bounded: the walks of one call's cuts read at most :data:`MAX_NODES` values in all
+    (after that only the sizes already read count), each object once however often it is
+    shared, and each long string once. Deterministic across processes (no ``hash()``), so
+    replaying a trace always prints the same text.
+    """
+    hasher = hashlib.blake2b(digest_size=8)
+    visited: dict[int, int] = {}
+    stack = [rest]
+    while stack and budget[1] > 0:
+        node = stack.pop()
+        budget[1] -= 1
+        kind = type(node)
+        if node is None or kind in (bool, int, float):
+            hasher.update(f"{kind.__name__}:{_canonical(node, 0, frozenset(), budget)};".encode())
+            continue
+        if kind is str:
+            hasher.update(f"str:{_canonical(node, 0, frozenset(), budget)};".encode("utf-8", "surrogatepass"))
+            continue
+        ident = id(node)
+        if ident in visited:
+            hasher.update(f"ref:{visited[ident]};".encode())  # shared or cyclic: read once
+            continue
+        visited[ident] = len(visited)
+        try:
+            if isinstance(node, (list, tuple)):
+                hasher.update(f"{kind.__name__}:{len(node)};".encode())
+                stack.extend(reversed(node[: max(budget[1], 0)]))
+            elif isinstance(node, dict):
+                hasher.update(f"dict:{len(node)};".encode())
+                for key, value in itertools.islice(node.items(), max(budget[1], 0) // 2):
+                    stack.append(value)
+                    stack.append(key)
+            elif isinstance(node, (set, frozenset)):
+                hasher.update(f"set:{len(node)}:{_set_digest(node)};".encode())
+            else:
+                hasher.update(f"{kind.__name__}:".encode() + repr(node)[:MAX_STRING].encode("utf-8", "surrogatepass"))
+        except Exception:  # unreadable: only its type counts
+            hasher.update(f"{kind.__name__}:?;".encode())
+    return "digest=" + hasher.hexdigest()
+
+
+def _set_digest(items: Any) -> str:
+    """An order-independent digest of a set, computed in C from its items' hashes. Python's
+    hash differs between processes, but a set never comes from a trace file (JSON has none),
+    so replayed output stays the same from run to run."""
+    return f"{hash(frozenset(items)) & 0xFFFFFFFFFFFFFFFF:016x}"
+
+
+def _long_string(value: str, digests: dict[int, str]) -> str:
+    """A string past :data:`MAX_STRING` as its length and a digest (computed once per string
+    object within one call: a list may hold the same long string many times)."""
+    text = digests.get(id(value))
+    if text is None:
+        text = digests[id(value)] = f"<str len={len(value)} digest={_digest(value)}>"
+    return text
 
 
 def _huge_int(value: int) -> str:
@@ -153,19 +247,22 @@ def _huge_int(value: int) -> str:
     return f"<int {value.bit_length()} bits digest={hashlib.blake2b(value.to_bytes(size, 'little', signed=True), digest_size=8).hexdigest()}>"
 
 
-def _key_text(key: Any) -> str:
+def _key_text(key: Any, budget: list[Any]) -> str:
     """A mapping key as the plain string JSON writes for it: a ``str`` subclass such as a
     ``(str, Enum)`` member is its string value (not its ``str()``), ``True`` is ``"true"``,
-    ``None`` is ``"null"``, ``1.0`` is ``"1"`` and NaN is ``"NaN"``."""
-    if isinstance(key, str):
-        return str.__str__(key)  # an exact str copy; the subclass cannot override this
-    if key is None or isinstance(key, (bool, int, float)):
-        value = _canonical(key)  # the value's canonical form: bool/int subclasses, NaN, huge ints
-        return value if isinstance(value, str) else _ENCODER.encode(value)
+    ``None`` is ``"null"``, ``1.0`` is ``"1"``, NaN is ``"NaN"``; text past
+    :data:`MAX_STRING` characters is its length and a digest. Never raises."""
     try:
-        return str(key)
+        if isinstance(key, str):
+            text = str.__str__(key)  # an exact str copy; the subclass cannot override this
+        elif key is None or isinstance(key, (int, float)) or hasattr(key, "dtype"):
+            value = canonical_value(key, 0, frozenset(), budget)
+            text = value if isinstance(value, str) else _ENCODER.encode(value)
+        else:
+            text = str(key)
     except Exception:
         return "?"
+    return text if len(text) <= MAX_STRING else _long_string(text, budget[2])
 
 
 def _sort_key(item: Any) -> str:
@@ -179,7 +276,7 @@ def parse_arguments(arguments: Any) -> Any:
     if arguments is None:
         return {}
     if isinstance(arguments, str):
-        text = arguments.strip()
+        text = str.__str__(arguments).strip()  # a str subclass's own methods are not called
         if not text or text == "null":  # JSON text for no arguments, as some models write it
             return {}
         if text.startswith(("{", "[")):
@@ -250,7 +347,7 @@ def _flat_items(arguments: Any) -> list[tuple[str, Any, type]] | None:
     What remains is the chance of a 64-bit hash accident. (A plain loop: for the few
     arguments of a tool call it beats set and map tricks.)
     """
-    if type(arguments) is not dict:
+    if type(arguments) is not dict or len(arguments) > MAX_ITEMS:
         return None
     items = []
     for key, value in arguments.items():
@@ -263,7 +360,7 @@ def _flat_items(arguments: Any) -> list[tuple[str, Any, type]] | None:
                 return None
         elif value is not None:
             return None
-        if type(key) is not str:
+        if type(key) is not str or len(key) > MAX_STRING:
             return None
         items.append((key, value, kind))
     return items

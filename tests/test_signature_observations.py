@@ -183,3 +183,69 @@ def test_no_arguments_is_one_call_however_it_comes(arguments: object) -> None:
     signature = signature_of("list_tools", arguments)
     assert signature.arguments == {} and signature.text == "list_tools({})"
     assert signature.key == signature_of("list_tools", {}).key
+
+
+def test_keys_that_json_writes_alike_keep_both_values() -> None:
+    """{True: 1, "true": 2} is two keys to JSON's reader too; neither value may be dropped,
+    whatever the insertion order."""
+    one = signature_of("t", {True: 1, "true": 2})
+    assert one.text == 't({"true":2,"true <bool>":1})'
+    assert one == signature_of("t", {"true": 2, True: 1})
+    assert one.key != signature_of("t", {True: 3, "true": 2}).key
+    assert signature_of("t", {1: "a", "1": "b"}).text == 't({"1":"b","1 <int>":"a"})'
+
+
+def test_subclass_methods_are_never_called() -> None:
+    """A str/int subclass is read through the base type, so its own methods cannot raise
+    or change what the call is."""
+
+    class HostileInt(int):
+        def __int__(self) -> int:
+            raise RuntimeError("no")
+
+        def __hash__(self) -> int:
+            return 7
+
+    class HostileText(str):
+        def strip(self, *args: object) -> str:
+            raise RuntimeError("no")
+
+        def __bool__(self) -> bool:
+            raise RuntimeError("no")
+
+    assert signature_of("t", {HostileInt(5): 1, "b": "keep"}).text == 't({"5":1,"b":"keep"})'
+    assert signature_of("t", {"n": HostileInt(5)}) == signature_of("t", {"n": 5})
+    assert signature_of("t", HostileText(' {"a": 1} ')).text == 't({"a":1})'
+
+
+def test_shared_and_huge_values_cost_a_bounded_amount() -> None:
+    """A list that holds one sub-list twice, forty levels deep, is 2**40 values when
+    expanded; huge containers are cut. Each must still give a signature at once (the limits
+    are counts, so this asserts them, not a time)."""
+    from loopguard.signature import MAX_ITEMS, MAX_NODES, canonical_value
+
+    shared: list = [1]
+    for _ in range(40):
+        shared = [shared, shared]
+    text = signature_of("t", {"a": shared}).text
+    assert text.count("[") <= 2 * MAX_NODES and "more digest=" in text
+    long_list = list(range(10**6))
+    canonical = canonical_value(long_list)
+    assert len(canonical) == MAX_ITEMS + 1 and canonical[-1].startswith(f"<{10**6 - MAX_ITEMS} more digest=")
+    flat = {f"k{index}": index for index in range(10**5)}
+    assert len(signature_of("t", flat).arguments) == MAX_ITEMS + 1  # a flat mapping is cut too
+    same_string = "z" * 100_000
+    assert signature_of("t", {"a": [same_string] * 1100}).text.count("<str len=100000 digest=") == MAX_ITEMS
+
+
+def test_huge_ints_and_long_strings_are_exact_values_not_wording() -> None:
+    """Placeholders such as "<int 1700 bits digest=...>" share all their words: near_duplicate
+    must not read two different ones as a rewording."""
+    from loopguard import Guard, ToolCall, ToolResult
+
+    session = Guard.from_policy("builtin:default").session(run_id="ints")
+    for index in range(4):
+        call = ToolCall("store", {"value": 3**1100 + index}, id=f"c{index}")
+        decision = session.before_call(call)
+        assert [signal.kind for signal in decision.signals] == []
+        session.after_call(call, ToolResult(f"stored {index}"))

@@ -156,6 +156,13 @@ def test_string_arguments_holding_a_json_object_are_kept_as_given() -> None:
     assert run.items[0].call.arguments == '{"a": 1}'  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("arguments", [None, "", "  ", "null", {}])
+def test_a_step_without_arguments_is_a_call_without_arguments(arguments: Any) -> None:
+    [run] = parse_trace([{"tool": "list_all", "args": arguments}, {"tool": "list_all", "args": "{}"}])
+    assert run.error is None
+    assert run.items[0].call.arguments == {}  # type: ignore[union-attr]
+
+
 # -- chat messages -------------------------------------------------------------
 
 

@@ -99,6 +99,8 @@ def _arguments(step: Mapping[str, Any], location: str) -> Any:
     if isinstance(value, dict):
         return value
     if isinstance(value, str):
+        if value.strip() in ("", "null"):
+            return {}  # no arguments, as signature.parse_arguments reads them
         # JSON text as chat traces carry it is kept as given; signature.parse_arguments reads it.
         try:
             parsed = json.loads(value)
