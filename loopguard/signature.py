@@ -225,6 +225,12 @@ def _rest_digest(rest: Any, budget: list[Any]) -> str:
     return "digest=" + hasher.hexdigest()
 
 
+def is_digest_placeholder(value: str) -> bool:
+    """True for a value this module cut to its size and a digest (``<str len=5000 digest=…>``,
+    ``<int 1700 bits digest=…>``, ``<12 more digest=…>``, ...)."""
+    return value[:1] == "<" and value[-1:] == ">" and " digest=" in value
+
+
 def _set_digest(items: Any) -> str:
     """An order-independent digest of a set, computed in C from its items' hashes. Python's
     hash differs between processes, but a set never comes from a trace file (JSON has none),
@@ -253,13 +259,10 @@ def _key_text(key: Any, budget: list[Any]) -> str:
     ``None`` is ``"null"``, ``1.0`` is ``"1"``, NaN is ``"NaN"``; text past
     :data:`MAX_STRING` characters is its length and a digest. Never raises."""
     try:
-        if isinstance(key, str):
-            text = str.__str__(key)  # an exact str copy; the subclass cannot override this
-        elif key is None or isinstance(key, (int, float)) or hasattr(key, "dtype"):
-            value = canonical_value(key, 0, frozenset(), budget)
-            text = value if isinstance(value, str) else _ENCODER.encode(value)
-        else:
-            text = str(key)
+        if key is None or isinstance(key, (str, int, float)) or hasattr(key, "dtype"):
+            value = canonical_value(key, 0, frozenset(), budget)  # the value's own rules, length limit included
+            return value if isinstance(value, str) else _ENCODER.encode(value)
+        text = str(key)
     except Exception:
         return "?"
     return text if len(text) <= MAX_STRING else _long_string(text, budget[2])

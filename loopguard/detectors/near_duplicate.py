@@ -25,6 +25,7 @@ from typing import Any
 
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
+from ..signature import is_digest_placeholder
 from .base import BoundedMap, CallRecord, RunMemory, describe
 
 #: Score of the pagination context signal: below any sensible warn threshold on purpose.
@@ -143,19 +144,14 @@ def shape_of(record: CallRecord) -> _Shape:
         if isinstance(value, str):
             if _is_volatile(value.strip()):
                 continue
-            if " " in value.strip() and not _is_digest_placeholder(value):
+            # A placeholder for a cut value is exact, not wording: two different ones share all their words.
+            if " " in value.strip() and not is_digest_placeholder(value):
                 text_keys.append(key)
                 words |= _words(value)
                 continue
         exact.append((key, value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)[:500]))
     structure = (record.tool, tuple(exact), tuple(text_keys), span is not None)
     return _Shape(record.signature.key, structure, frozenset(words), span, "" if span is None else f"{span[0]:g}–{span[1]:g}")
-
-
-def _is_digest_placeholder(value: str) -> bool:
-    """A value the signature cut to its size and a digest (``<str len=5000 digest=…>``):
-    an exact value, not wording, since two different ones share all their words."""
-    return value[:1] == "<" and value[-1:] == ">" and " digest=" in value
 
 
 def _is_volatile(value: str) -> bool:

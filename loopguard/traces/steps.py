@@ -33,6 +33,7 @@ import json
 from typing import Any, Mapping, Sequence
 
 from loopguard.calls import Handoff, ModelUsage, ToolCall, ToolResult
+from loopguard.signature import parse_arguments
 from loopguard.traces.model import (
     AgentMessage,
     MalformedTrace,
@@ -99,15 +100,10 @@ def _arguments(step: Mapping[str, Any], location: str) -> Any:
     if isinstance(value, dict):
         return value
     if isinstance(value, str):
-        if value.strip() in ("", "null"):
-            return {}  # no arguments, as signature.parse_arguments reads them
-        # JSON text as chat traces carry it is kept as given; signature.parse_arguments reads it.
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict):
-            return value
+        # JSON text of an object, as chat traces carry it, is kept as given; the other texts
+        # that signature.parse_arguments reads as arguments ("", "null") are no arguments.
+        if isinstance(parse_arguments(value), dict):
+            return value if value.lstrip().startswith("{") else {}
     raise MalformedTrace(location, f"{key!r} must be an object, got {type_name(value)}")
 
 
