@@ -83,8 +83,8 @@ def _canonical(value: Any, depth: int, seen: frozenset[int], budget: list[Any]) 
             return "NaN"
         if math.isinf(value):
             return "Infinity" if value > 0 else "-Infinity"
-        if value.is_integer() and abs(value) < 2**53:
-            return int(value)
+        if value.is_integer():
+            return int(value)  # exact: 1e16 and 10**16 are one number, as JSON reads them
         return value
     budget[0] -= 1  # containers and odd values count: shared sub-lists must not expand forever
     if depth >= MAX_DEPTH:

@@ -19,6 +19,16 @@ def test_key_order_whitespace_and_number_forms_do_not_change_a_signature() -> No
     assert signature_of("search", {"q": "x", "page": True}).text != signature_of("search", {"q": "x", "page": 1}).text
 
 
+def test_an_integral_float_is_its_int_at_any_size() -> None:
+    # JSON reads 1e16 and 10000000000000000 as one number; Python agrees (1e16 == 10**16).
+    assert signature_of("t", {"n": 1e16}).key == signature_of("t", {"n": 10**16}).key
+    assert signature_of("t", '{"n": 1e16}').text == signature_of("t", '{"n": 10000000000000000}').text == 't({"n":10000000000000000})'
+    # 1e300 is not exactly 10**300, so the two stay apart, as they compare in Python.
+    assert signature_of("t", [1e300]).key != signature_of("t", [10**300]).key
+    assert signature_of("t", {"n": 1e16 + 0.5}).text == signature_of("t", {"n": 1e16}).text  # (1e16 + 0.5 == 1e16 as a float)
+    assert signature_of("t", {"n": 2.5e15 + 0.5}).text == 't({"n":2500000000000000.5})'
+
+
 def test_odd_arguments_never_raise() -> None:
     cyclic: dict = {"name": "loop"}
     cyclic["self"] = cyclic
