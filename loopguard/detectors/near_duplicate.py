@@ -6,9 +6,11 @@ Compares a pending call with the last ``window`` calls of the same tool:
   text arguments (several words) whose word sets overlap by at least
   ``similarity`` (Jaccard) and throwaway parts (nonces, request ids, UUIDs,
   timestamps, cache busters) ignored. ``repeats`` such calls make the signal.
-* **re-reading**: a range argument (offset/limit, start/end, page, view_range, …)
-  that lies inside ranges already read with otherwise equal arguments;
-  ``repeats - 1`` re-reads make the signal.
+* **re-reading**: a range argument that lies inside ranges already read with otherwise
+  equal arguments; ``repeats - 1`` re-reads make the signal. A range is recognised by the
+  words of its keys, not by a list of spellings (see ``_classify``): a low bound
+  (offset, start, from, skip, …) paired with a high bound (end, to, …) or a length
+  (limit, rows, size, …), a page number, or a two-number list (view_range, range, lines).
 * **pagination**: a range that advances. This is healthy alone, so it is reported
   with a context score below every threshold; it only matters when it co-occurs
   with no_progress (paging past the end of the data), through ``scoring.escalate``.
@@ -21,7 +23,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
@@ -47,20 +49,90 @@ _STOPWORDS = frozenset(
     "a an the of in on at to for from by with and or is are was were be what which who how when where why "
     "please can could would should i me my we our you your it its this that these those do does did about into".split()
 )
-_RANGE_PAIRS = (
-    ("offset", "limit"),
-    ("start", "end"),
-    ("start_line", "end_line"),
-    ("line_start", "line_end"),
-    ("begin", "end"),
-    ("from", "to"),
-    ("start_index", "end_index"),
-    ("skip", "take"),
-    ("offset", "count"),
-)
-_RANGE_KEYS = frozenset(key for pair in _RANGE_PAIRS for key in pair) | {"page", "page_number", "pagenumber", "view_range", "range", "lines"}
-_LENGTH_KEYS = frozenset({"limit", "take", "count"})
-_SPECIAL_KEYS = _RANGE_KEYS | _THROWAWAY_KEYS
+# Range keys are recognised by the words of their names, so that start_line/end_line,
+# startLine/endLine, line_from/line_to, start/rows (Solr), from/size (Elasticsearch) and
+# offset/length all read as ranges without a list of every spelling. Only the first and
+# last word of a name give it a role: a bound is named "start_x" or "x_start", while a
+# role word inside a name ("time_to_live", "path_to_file") is not a bound.
+_LOW_WORDS = frozenset({"offset", "start", "from", "skip", "begin", "first"})
+_HIGH_WORDS = frozenset({"end", "to", "stop", "until", "last"})
+_LENGTH_WORDS = frozenset({"limit", "count", "rows", "size", "length", "take", "max", "num", "top"})
+_RANGE_WORDS = _LOW_WORDS | _HIGH_WORDS | _LENGTH_WORDS
+# Whole names, as word tuples: a page number, and a range given as a [low, high] list.
+_PAGE_NAMES = frozenset({("page",), ("pagenumber",), ("page", "number"), ("page", "num"), ("page", "no"), ("page", "index")})
+_BOUNDS_LIST_NAMES = frozenset({("range",), ("view", "range"), ("viewrange",), ("line", "range"), ("lines",)})
+# Words of a key: snake_case, kebab-case and camelCase ("startLine", "MaxKeys", "HTTPStatus").
+_KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+# The role a key plays in a range.
+_LOW, _HIGH, _LENGTH, _PAGE, _BOUNDS_LIST, _THROWAWAY, _NONE = "low", "high", "length", "page", "bounds_list", "throwaway", ""
+
+
+@dataclass(frozen=True, slots=True)
+class _KeyKind:
+    """What a key name says about its value.
+
+    Attributes:
+        role: one of ``_LOW``, ``_HIGH``, ``_LENGTH``, ``_PAGE``, ``_BOUNDS_LIST``,
+            ``_THROWAWAY``, or ``_NONE`` for a key that plays no part.
+        qualifier: the name's words other than range words ({"line"} for ``start_line``
+            and ``line_to``); bounds with the same qualifier belong together.
+        marks_shape: True when the key alone makes arguments not plain (see ``_plain``):
+            a throwaway key, or one that can make a range by itself (a low bound, a page,
+            a list). A high bound or a length alone cannot, so it keeps a call plain.
+    """
+
+    role: str
+    qualifier: frozenset[str] = frozenset()
+    marks_shape: bool = False
+
+
+_ORDINARY = _KeyKind(_NONE)
+
+#: Kinds of the key names seen, so that ``_plain`` pays one dict lookup per key. Bounded
+#: (cleared when full) because key names come from the agent and may be unbounded.
+_KEY_KINDS: dict[Any, _KeyKind] = {}
+_KEY_KINDS_LIMIT = 4096
+
+
+def _kind_of(key: Any) -> _KeyKind:
+    """The memoised ``_classify`` of a key name."""
+    kind = _KEY_KINDS.get(key)
+    if kind is None:
+        if len(_KEY_KINDS) >= _KEY_KINDS_LIMIT:
+            _KEY_KINDS.clear()
+        kind = _KEY_KINDS[key] = _classify(str(key))
+    return kind
+
+
+def _classify(key: str) -> _KeyKind:
+    """The kind of a key name, from its words.
+
+    Examples: "offset", "startLine", "line_from", "page_start" are low bounds; "end_byte",
+    "line_to", "last" high bounds; "rows", "size", "max_results" lengths; "page" and
+    "pageNumber" pages; "view_range" a [low, high] list; "request_id" throwaway; "first_name"
+    is a low bound with qualifier {"name"} (harmless: its values are not numbers).
+    """
+    if key.lower() in _THROWAWAY_KEYS:
+        return _KeyKind(_THROWAWAY, marks_shape=True)
+    words = tuple(word.lower() for word in _KEY_WORD.findall(key))
+    if words in _PAGE_NAMES:
+        return _KeyKind(_PAGE, marks_shape=True)
+    if words in _BOUNDS_LIST_NAMES:
+        return _KeyKind(_BOUNDS_LIST, marks_shape=True)
+    if not words:
+        return _ORDINARY
+    edges = {words[0], words[-1]}
+    qualifier = frozenset(words) - _RANGE_WORDS
+    # A name with two role words is a high bound before a low one ("end_offset" ends the
+    # range that "start_offset" starts) and a low one before a length ("skip_count").
+    if not edges.isdisjoint(_HIGH_WORDS):
+        return _KeyKind(_HIGH, qualifier)
+    if not edges.isdisjoint(_LOW_WORDS):
+        return _KeyKind(_LOW, qualifier, marks_shape=True)
+    if not edges.isdisjoint(_LENGTH_WORDS):
+        return _KeyKind(_LENGTH, qualifier)
+    return _ORDINARY
 
 
 @dataclass(slots=True)
@@ -102,45 +174,103 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _span(arguments: dict[str, Any]) -> tuple[float, float] | None:
-    """The range a call reads, if its arguments name one."""
-    if _RANGE_KEYS.isdisjoint(map(str.lower, map(str, arguments))):
-        return None  # most calls: no range key, found without building anything
-    lowered = {str(key).lower(): value for key, value in arguments.items() if str(key).lower() in _RANGE_KEYS}
-    for low_key, high_key in _RANGE_PAIRS:
-        if low_key not in lowered:
+class _Range(NamedTuple):
+    """A range a call reads: ``span`` is (low, high), ``keys`` the argument keys it comes from."""
+
+    span: tuple[float, float]
+    keys: tuple[Any, ...]
+
+
+def _range_of(arguments: dict[Any, Any]) -> _Range | None:
+    """The range a call reads, if its arguments name one with numbers.
+
+    In order: a low bound with its best partner (``_paired``), a page number (page *n* is
+    [n, n + 1]), a [low, high] list. Values must be numbers or digit strings, so
+    ``{"from": "SFO", "to": "JFK"}`` or a date in ``start`` is not a range.
+    """
+    lows: list[tuple[Any, _KeyKind, float]] = []
+    partners: list[tuple[Any, _KeyKind, float]] = []
+    page: _Range | None = None
+    bounds_list: _Range | None = None
+    for key, value in arguments.items():
+        kind = _kind_of(key)
+        role = kind.role
+        if role == _NONE or role == _THROWAWAY:
             continue
-        low, high = _number(lowered[low_key]), _number(lowered.get(high_key))
-        if low is not None and high is not None:
-            return (low, low + high) if high_key in _LENGTH_KEYS else (low, high)
-        if low is not None and high_key in _LENGTH_KEYS and high_key not in lowered:
-            return (low, low + 1)
-    for key in ("page", "page_number", "pagenumber"):
-        page = _number(lowered.get(key))
-        if page is not None:
-            return (page, page + 1)
-    for key in ("view_range", "range", "lines"):
-        value = lowered.get(key)
-        if isinstance(value, list) and len(value) == 2:
-            low, high = _number(value[0]), _number(value[1])
-            if low is not None and high is not None:
-                return (low, high)
-    return None
+        if role == _BOUNDS_LIST:
+            if bounds_list is None and isinstance(value, list) and len(value) == 2:
+                low, high = _number(value[0]), _number(value[1])
+                if low is not None and high is not None:
+                    bounds_list = _Range((low, high), (key,))
+            continue
+        number = _number(value)
+        if number is None:
+            continue
+        if role == _LOW:
+            lows.append((key, kind, number))
+        elif role == _PAGE:
+            page = page or _Range((number, number + 1), (key,))
+        else:
+            partners.append((key, kind, number))
+    if lows:
+        return _paired(lows, partners)
+    return page or bounds_list
+
+
+def _paired(lows: list[tuple[Any, _KeyKind, float]], partners: list[tuple[Any, _KeyKind, float]]) -> _Range:
+    """The range of the low bound with the best partner: (low, high) or (low, low + length).
+
+    Both lists hold (key, kind, number). A low bound with no fitting partner reads one
+    position, [low, low + 1] (``{"offset": 40}`` with a default page size).
+    """
+    best: _Range | None = None
+    best_fit = 0
+    for low_key, low_kind, low in lows:
+        for key, kind, number in partners:
+            fit = _fit(low_kind, kind)
+            if kind.role == _HIGH:
+                valid, high = number >= low, number  # "end": -1 ("to the end") is no bound
+            else:
+                valid, high = number > 0, low + number
+            if valid and fit > best_fit:
+                best, best_fit = _Range((low, high), (low_key, key)), fit
+    if best is not None:
+        return best
+    low_key, _, low = lows[0]
+    return _Range((low, low + 1), (low_key,))
+
+
+def _fit(low: _KeyKind, partner: _KeyKind) -> int:
+    """How well a high bound or length belongs with a low bound; 0 when it does not.
+
+    Same qualifier (start_line/end_line, start/rows) fits best, then a shared word
+    (startLineNumber/endLine). A length also fits when either side has no qualifier
+    (start_index/count, offset/max_results), but a high bound does not: offset/end_time
+    name two different things. A high bound beats a length of equal fit.
+    """
+    high = partner.role == _HIGH
+    if low.qualifier == partner.qualifier:
+        return 6 if high else 5
+    if not low.qualifier.isdisjoint(partner.qualifier):
+        return 4 if high else 3
+    if not high and not (low.qualifier and partner.qualifier):
+        return 1
+    return 0
 
 
 def shape_of(record: CallRecord) -> _Shape:
     arguments = record.signature.arguments
     if not isinstance(arguments, dict):
         return _Shape(record.signature.key, (record.tool, repr(arguments)[:200]), frozenset(), None)
-    span = _span(arguments)
+    found = _range_of(arguments)
+    span, range_keys = found if found is not None else (None, ())
     exact: list[tuple[str, str]] = []
     text_keys: list[str] = []
     words: set[str] = set()
     for key in sorted(arguments):
-        lowered = key.lower()
         value = arguments[key]
-        if lowered in _THROWAWAY_KEYS or (span is not None and lowered in _RANGE_KEYS):
-            continue
+        if key in range_keys or _kind_of(key).role == _THROWAWAY:
+            continue  # the range is compared on its own; throwaway values never
         if isinstance(value, str):
             if _is_volatile(value.strip()):
                 continue
@@ -166,17 +296,21 @@ def _is_volatile(value: str) -> bool:
 
 
 def _plain(arguments: Any) -> bool:
-    """True for flat arguments with no text, range, throwaway key or volatile value."""
-    if type(arguments) is not dict or not _SPECIAL_KEYS.isdisjoint(arguments):  # keys as written, in C
+    """True for flat arguments with no text, range, throwaway key or volatile value.
+
+    Runs on every new signature: one memoised dict lookup per key (``_KEY_KINDS``).
+    """
+    if type(arguments) is not dict:
         return False
+    kinds = _KEY_KINDS
     for key, value in arguments.items():
-        kind = type(value)
-        if kind is str:
+        if (kinds.get(key) or _kind_of(key)).marks_shape:
+            return False
+        value_type = type(value)
+        if value_type is str:
             if " " in value or (len(value) >= 10 and _is_volatile(value.strip())):
                 return False
-        elif kind is not int and kind is not bool and value is not None:
-            return False
-        if not key.islower() and key.lower() in _SPECIAL_KEYS:  # "Page", "OFFSET"
+        elif value_type is not int and value_type is not bool and value is not None:
             return False
     return True
 

@@ -1,0 +1,191 @@
+"""near_duplicate recognises range arguments by the words of their keys, not by a list of
+spellings: Solr start/rows, Elasticsearch from/size, offset/length byte reads,
+start_byte/end_byte, camelCase startLine/endLine and the like all read as ranges, while
+strings in from/to, or a limit with no low bound, do not."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopguard import Guard, ToolCall, ToolResult
+from loopguard.detectors import near_duplicate
+from loopguard.detectors.near_duplicate import _kind_of, _plain, _range_of
+
+
+def default_session():
+    return Guard.from_policy("builtin:default").session(run_id="ranges")
+
+
+def run(tool: str, calls: list[dict], outputs: list[str]) -> list[tuple]:
+    """Each call with its output through a session; returns (before_call, after_call) decisions."""
+    session = default_session()
+    decisions = []
+    for index, (arguments, output) in enumerate(zip(calls, outputs, strict=True)):
+        call = ToolCall(tool, arguments, id=f"c{index}")
+        decisions.append((session.before_call(call), session.after_call(call, ToolResult(output))))
+    return decisions
+
+
+def near_duplicate_signals(decision) -> list[tuple[str, list[float]]]:
+    return [(signal.kind, signal.evidence.get("range")) for signal in decision.signals if signal.detector == "near_duplicate"]
+
+
+# (first call, second call): the second reads [20, 40] right after the first, [0, 20].
+PAGING_SPELLINGS = {
+    "solr-start-rows": ({"q": "x", "start": 0, "rows": 20}, {"q": "x", "start": 20, "rows": 20}),
+    "elasticsearch-from-size": ({"from": 0, "size": 20}, {"from": 20, "size": 20}),
+    "offset-length": ({"path": "a.log", "offset": 0, "length": 20}, {"path": "a.log", "offset": 20, "length": 20}),
+    "start_byte-end_byte": ({"path": "a.log", "start_byte": 0, "end_byte": 20}, {"path": "a.log", "start_byte": 20, "end_byte": 40}),
+    "camelCase-startLine-endLine": ({"path": "a.py", "startLine": 0, "endLine": 20}, {"path": "a.py", "startLine": 20, "endLine": 40}),
+    "line_from-line_to": ({"path": "a.py", "line_from": 0, "line_to": 20}, {"path": "a.py", "line_from": 20, "line_to": 40}),
+    "page_start-rows": ({"q": "x", "page_start": 0, "rows": 20}, {"q": "x", "page_start": 20, "rows": 20}),
+    "cursor_start-rows": ({"q": "x", "cursor_start": 0, "rows": 20}, {"q": "x", "cursor_start": 20, "rows": 20}),
+    "skip-limit": ({"skip": 0, "limit": 20}, {"skip": 20, "limit": 20}),
+    "offset-size": ({"offset": 0, "size": 20}, {"offset": 20, "size": 20}),
+    "offset-rows": ({"offset": 0, "rows": 20}, {"offset": 20, "rows": 20}),
+    "start-count": ({"start": 0, "count": 20}, {"start": 20, "count": 20}),
+    "first-last": ({"first": 0, "last": 20}, {"first": 20, "last": 40}),
+    "start_index-count": ({"start_index": 0, "count": 20}, {"start_index": 20, "count": 20}),
+    "offset-max_results": ({"q": "x", "offset": 0, "max_results": 20}, {"q": "x", "offset": 20, "max_results": 20}),
+    "odata-skip-top": ({"$skip": 0, "$top": 20}, {"$skip": 20, "$top": 20}),
+    "digit-strings": ({"start": "0", "rows": "20"}, {"start": "20", "rows": "20"}),
+}
+
+
+@pytest.mark.parametrize("first, second", PAGING_SPELLINGS.values(), ids=PAGING_SPELLINGS.keys())
+def test_paging_forward_is_recognised_in_every_spelling(first: dict, second: dict) -> None:
+    (_, _), (before, _) = run("fetch", [first, second], ["items 1-20", "items 21-40"])
+    assert (before.action.value, near_duplicate_signals(before)) == ("continue", [("pagination", [20.0, 40.0])])
+
+
+def test_offset_length_reads_its_length_not_one_position() -> None:
+    """Byte reads that keep covering what was read (blind case k8f): [2048, 6144] lies inside
+    [0, 4096] + [4096, 8192], the second re-read, so the signal comes on the fourth call."""
+    offsets = [0, 4096, 0, 2048]
+    decisions = run(
+        "read_bytes",
+        [{"path": "var/log/worker.log", "offset": offset, "length": 4096} for offset in offsets],
+        [f"<4096 bytes from offset {offset}: line {offset}>" for offset in offsets],
+    )
+    assert [near_duplicate_signals(before) for before, _ in decisions] == [
+        [],
+        [("pagination", [4096.0, 8192.0])],
+        [],  # the first re-read: below the signal's count of repeats - 1 = 2
+        [("reread_range", [2048.0, 6144.0])],
+    ]
+    before, after = decisions[3]
+    assert before.signals[0].evidence == {"call": 3, "range": [2048.0, 6144.0], "rereads": 2}
+    assert (before.action.value, after.action.value) == ("warn", "replan")  # with no_progress (reread) on the result
+
+
+def test_start_byte_end_byte_rereads_are_signalled() -> None:
+    ranges = [(0, 4096), (4096, 8192), (1024, 5120), (0, 4096)]
+    decisions = run(
+        "read_file_range",
+        [{"path": "var/log/worker.log", "start_byte": low, "end_byte": high} for low, high in ranges],
+        [f"bytes {low}-{high}: chunk {low}" for low, high in ranges],
+    )
+    assert near_duplicate_signals(decisions[3][0]) == [("reread_range", [0.0, 4096.0])]
+
+
+def test_solr_start_rows_paging_past_the_end_reaches_replan() -> None:
+    """Blind case k7e: a short page, then "No more results" pages while start keeps growing."""
+    query = "graph neural networks for protein docking"
+    starts = range(0, 140, 20)
+    outputs = ["Showing results 1-20 of 47", "Showing results 21-40 of 47", "Showing results 41-47 of 47"]
+    outputs += [f"No more results (start={start} exceeds total=47)." for start in starts[3:]]
+    decisions = run("search_papers", [{"q": query, "start": start, "rows": 20} for start in starts], outputs)
+    after = decisions[4][1]
+    assert (after.action.value, after.risk) == ("replan", 0.8)
+    assert [(signal.detector, signal.kind) for signal in after.signals] == [("near_duplicate", "pagination"), ("no_progress", "empty_result")]
+    assert after.signals[0].evidence == {"call": 4, "range": [80.0, 100.0]}
+    assert [after.action.value for _, after in decisions] == ["continue"] * 4 + ["replan"] * 3
+
+
+def test_elasticsearch_from_size_paging_past_the_end_reaches_replan() -> None:
+    froms = range(0, 120, 20)
+    outputs = ['{"hits": {"total": 45, "hits": [%s]}}' % ", ".join(f'{{"_id": "{item}"}}' for item in range(start, min(start + 20, 45))) for start in froms[:3]]
+    outputs += ['{"hits": {"total": 45, "hits": []}}'] * 3
+    decisions = run("es_search", [{"index": "logs", "query": "status:500", "from": start, "size": 20} for start in froms], outputs)
+    assert [after.action.value for _, after in decisions] == ["continue"] * 5 + ["replan"]
+    assert [(signal.kind, signal.evidence) for signal in decisions[5][1].signals] == [
+        ("pagination", {"call": 5, "range": [100.0, 120.0]}),
+        ("same_output", {"call": 5, "stale_results": 2}),
+    ]
+
+
+def test_page_with_a_page_size_is_still_the_page_number() -> None:
+    decisions = run("list_issues", [{"repo": "acme/widgets", "page": page, "per_page": 30} for page in (1, 2)], ["issues 1-30", "issues 31-60"])
+    assert near_duplicate_signals(decisions[1][0]) == [("pagination", [2.0, 3.0])]
+
+
+def test_dates_in_from_and_to_are_not_paging() -> None:
+    months = [("2024-06-01", "2024-06-30"), ("2024-07-01", "2024-07-31"), ("2024-08-01", "2024-08-31")]
+    decisions = run("export", [{"table": "events", "from": low, "to": high} for low, high in months], ["export queued"] * 3)
+    assert [near_duplicate_signals(before) for before, _ in decisions] == [[], [], []]
+
+
+@pytest.mark.parametrize(
+    "arguments, expected",
+    [
+        ({"q": "x", "start": 40, "rows": 20}, ((40.0, 60.0), ("start", "rows"))),
+        ({"from": 40, "size": 20}, ((40.0, 60.0), ("from", "size"))),
+        ({"path": "p", "offset": 2048, "length": 4096}, ((2048.0, 6144.0), ("offset", "length"))),
+        ({"start_line": 3, "end_line": 9, "max_results": 5}, ((3.0, 9.0), ("start_line", "end_line"))),  # the pair sharing "line" wins
+        ({"start_offset": 3, "end_offset": 9}, ((3.0, 9.0), ("start_offset", "end_offset"))),
+        ({"startLineNumber": 1, "endLine": 5}, ((1.0, 5.0), ("startLineNumber", "endLine"))),  # sharing one word is enough
+        ({"offset": 40}, ((40.0, 41.0), ("offset",))),  # a low bound alone reads one position
+        ({"offset": 0, "end_time": 99}, ((0.0, 1.0), ("offset",))),  # a high bound of another thing is no partner
+        ({"start": 10, "end": -1}, ((10.0, 11.0), ("start",))),  # "to the end" is no upper bound
+        ({"skip": 5, "limit": 0}, ((5.0, 6.0), ("skip",))),  # nor is an empty length
+        ({"page": 3, "page_size": 50}, ((3.0, 4.0), ("page",))),
+        ({"pageNumber": "7"}, ((7.0, 8.0), ("pageNumber",))),
+        ({"view_range": [10, 40]}, ((10.0, 40.0), ("view_range",))),
+    ],
+)
+def test_range_of_reads_the_bounds_and_keys(arguments: dict, expected: tuple) -> None:
+    assert tuple(_range_of(arguments)) == expected
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"from": "SFO", "to": "JFK"},
+        {"from": "2024-06-01", "to": "2024-06-30"},
+        {"start": "13:30", "end": "14:30"},
+        {"size": "large"},
+        {"limit": 10},
+        {"count": 3},
+        {"q": "x", "max_results": 5},
+        {"strategy": "summarize_oldest", "keep_last": 20},
+        {"first_name": "Priya", "last_name": "Ramaswamy"},
+        {"ttl": 5, "time_to_live": 60},  # a range word inside a name gives it no role
+        {"offset": True},  # a bool is not a number
+        {"view_range": [1, "end"]},
+    ],
+)
+def test_healthy_arguments_are_not_ranges(arguments: dict) -> None:
+    assert _range_of(arguments) is None
+
+
+@pytest.mark.parametrize(
+    "arguments, plain",
+    [
+        ({"limit": 10, "status": "open"}, True),  # a length or high bound alone cannot make a range
+        ({"q": "x", "max_results": 5}, True),
+        ({"offset": 10}, False),
+        ({"Page": 2}, False),
+        ({"requestId": "abc"}, False),  # a throwaway key, in camelCase
+    ],
+)
+def test_plain_arguments_skip_the_shape(arguments: dict, plain: bool) -> None:
+    assert _plain(arguments) is plain
+
+
+def test_key_kinds_are_memoised_in_a_bounded_table() -> None:
+    assert _kind_of("startLine") is _kind_of("startLine")
+    assert (_kind_of("line_to").role, _kind_of("line_to").qualifier) == ("high", frozenset({"line"}))
+    for index in range(near_duplicate._KEY_KINDS_LIMIT + 10):
+        _kind_of(f"field_{index}")
+    assert 0 < len(near_duplicate._KEY_KINDS) <= near_duplicate._KEY_KINDS_LIMIT
+    assert _kind_of("rows").role == "length"  # classified again after the table was cleared
