@@ -11,9 +11,10 @@ What the policy (the default, plus three rules inline) does, step by step:
    ``get_weather(city="Tokyo")`` and ``shell(cmd="rm -rf /tmp/cache")``. The guard judges the
    whole batch at once: search runs; the weather call is **answered** from the rule (the
    tool never runs); shell is **blocked** with an in-band error the model reads.
-2. The model searches again, twice, with the same arguments; the search keeps returning
-   "no results". The repeat detector and the no-progress detector fire together: the
-   result of the 3rd identical search is a **stop**.
+2. The model searches again, twice, with the same arguments. The 2nd search returns
+   "no results" again: the search has now brought nothing new twice (the weather and shell
+   replies between the searches do not change that). The repeat detector and the no-progress
+   detector fire together on the 3rd identical search: it is a **stop**, and it never runs.
 3. The stream stops iterating the graph (the model is not asked again) and ends with
    ``done: interrupted=true``.
 

@@ -30,7 +30,7 @@ from .detectors.handoff import Handoff
 from .detectors.near_duplicate import NearDuplicate
 from .detectors.no_progress import NoProgress
 from .detectors.repeat import Repeat
-from .observations import observe
+from .observations import normalize, observe
 from .policy.compile import CompiledPolicy, CompiledRule, ToolProfile
 from .rules import evaluate_rules
 from .signature import signature_of
@@ -46,6 +46,8 @@ PolicySource = CompiledPolicy | Callable[[], CompiledPolicy] | Any
 
 #: Signals about the pending call that stay active through its result.
 _CARRIED = frozenset({"repeat", "cycle", "near_duplicate", "handoff"})
+#: Kinds that stay what they are when they follow a deliberate wait (any other call then is a poll).
+_NEVER_POLLS = frozenset({"write", "handoff", "think", "wait"})
 #: Argument names that carry the target agent of a handoff tool call.
 _HANDOFF_ARGUMENTS = ("agent_name", "agent", "target", "target_agent", "to", "to_agent", "name", "assignee")
 
@@ -180,6 +182,8 @@ class Session:
         self._handoff = Handoff(detectors.handoff)
         self._near_duplicate = NearDuplicate(detectors.near_duplicate)
         self._call_detectors = (self._repeat, self._cycle, self._near_duplicate, self._failure)  # judge pending calls
+        self._wait_detectors = (self._failure,)  # a deliberate pause repeats by design and is no step of a loop
+        self._waited = False  # the latest call was a deliberate wait (kind ``wait``)
         self._memory = RunMemory()
         self._stale: Signal | None = None  # the no_progress signal while its pattern holds
         self.run = Counters()
@@ -344,7 +348,8 @@ class Session:
         with self._lock:
             policy = self._current_policy()
             text = _text(text)
-            body = " ".join(text[:2048].lower().split())  # case and spacing never make a message new
+            # Case, spacing and volatile parts ("attempt 3", ids, times) never make a message new.
+            body = normalize(text[:2048])
             agent = None if agent is None else _text(agent)
             name = f"message:{agent or 'agent'}"
             record = self._record(ToolCall(name, {"text": body}, agent=agent), policy.tool_profile(name))
@@ -405,6 +410,11 @@ class Session:
         name = call.name
         profile = policy.tool_profile(name)
         record = self._record(call, profile)
+        waits = record.tool_kind == "wait"
+        if self._waited is not waits:
+            self._waited = waits
+            if not waits and record.tool_kind not in _NEVER_POLLS:
+                record.tool_kind = "poll"  # the call after a deliberate wait checks on what was waited for
         self._calls += 1
         self._steps += 1
         run, turn = self.run, self.turn
@@ -436,11 +446,18 @@ class Session:
                 if budget_verdict.kind.strictness > verdict.kind.strictness:
                     verdict = budget_verdict
 
-        if self._stale is not None:
-            signals.append(self._stale)  # no progress holds until a result brings something new
         memory = self._memory
-        for detector in self._call_detectors:
+        stale = self._stale
+        if stale is not None:
+            signals.append(stale)  # no progress holds until a result brings something new
+        for detector in self._wait_detectors if waits else self._call_detectors:
             signal = detector.pending(record, memory)
+            if signal is not None:
+                signals.append(signal)
+        if signals and stale is None and record.stats.stale_results >= self._no_progress.patience:
+            # Another detector flags the call, and the call itself brought nothing new its last
+            # times though other calls did: that is no progress too.
+            signal = self._no_progress.pending(record, memory)
             if signal is not None:
                 signals.append(signal)
         if record.handoff_target is not None:

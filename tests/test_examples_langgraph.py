@@ -23,15 +23,15 @@ def test_langgraph_toolnode_example() -> None:
     assert "tool=get_weather action=continue verdict=answer rule=weather-cache" in decisions[0]
     assert '"source": "cache"' in decisions[0]
     assert "tool=shell action=continue verdict=block rule=shell-disabled" in decisions[1]
-    assert "after_call tool=search action=stop" in decisions[-1]
+    assert "before_call tool=search action=stop verdict=block rule=detector:repeat" in decisions[-1]
     batch = [line for line in lines if "tool_call " in line][:3]
     assert ["search" in batch[0], "get_weather" in batch[1], "shell" in batch[2]] == [True, True, True]
-    assert any(line.startswith("signal") and "no_progress/empty_result" in line for line in lines)
+    assert any(line.startswith("signal") and "no_progress/same_call_no_progress" in line for line in lines)
     metrics = next(line for line in lines if line.startswith("metrics"))
     done = next(line for line in lines if line.startswith("done"))
     assert lines.index(metrics) + 1 == lines.index(done)
     assert "interrupted=true verdict=stop" in done
-    assert 'tools executed: {"search": 3}' in lines
+    assert 'tools executed: {"search": 2}' in lines  # the 3rd identical search was blocked
     assert "model asked 3 times (never after the stop)" in lines
 
 

@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from ..observations import Observation
 from ..signature import Signature
+from ..tool_names import sleeps
 
 Key = TypeVar("Key")
 Value = TypeVar("Value")
@@ -103,11 +104,15 @@ class SignatureStats:
         arguments_shape: what near_duplicate read from the arguments (``None`` until it has
             read them; they never change for one signature, so repeated calls are read once).
         description: the call as messages show it (see :func:`describe`; ``None`` until needed).
+        stale_results: this call's own results in a row that brought nothing new (the same
+            output as its previous result, an empty one, or the same failure), wherever
+            other calls' results fell between them.
+        sleeps: the call runs a command that sleeps first (see :func:`polls`; ``None`` until needed).
     """
 
     __slots__ = (
         "results", "last", "advancing_value", "advancing_between", "last_failure", "identical_pending", "polling",
-        "failures", "novel_at_failure", "arguments_shape", "description",
+        "failures", "novel_at_failure", "arguments_shape", "description", "stale_results", "sleeps",
     )
 
     def __init__(self) -> None:
@@ -123,6 +128,8 @@ class SignatureStats:
         self.novel_at_failure: dict[int, int] | None = None
         self.arguments_shape: Any = None
         self.description: str | None = None
+        self.stale_results = 0
+        self.sleeps: bool | None = None
 
     @property
     def advancing(self) -> bool:
@@ -145,6 +152,20 @@ class RunMemory:
     signatures: BoundedMap[int, SignatureStats] = field(default_factory=lambda: BoundedMap(512))
     novel_results: int = 0  # results that brought new information (not stale, not failed)
     stale_streak: int = 0  # consecutive results that brought nothing new
+
+
+def polls(record: CallRecord) -> bool:
+    """True when the call checks on something it waits for: a ``poll`` tool, a call right after a
+    deliberate wait (the session marks it ``poll``), or a command that sleeps first
+    (``sleep 60; dig +short host``). Read only where a repeat would otherwise count."""
+    if record.tool_kind == "poll":
+        return True
+    stats = record.stats
+    sleeping = stats.sleeps
+    if sleeping is None:
+        signature = record.signature
+        sleeping = stats.sleeps = sleeps(signature.tool, signature.arguments)
+    return sleeping
 
 
 #: Characters of a call's readable form in messages.

@@ -10,7 +10,9 @@ identical failure is a replan, unless new information arrived between the failur
 escalates only if the next call brings nothing new either.
 
 Before a call runs, a call that has already failed identically ``attempts`` times is
-judged the same way, so the retry can be blocked. For tools whose ``kind`` is ``write``
+judged the same way, so the retry can be blocked, unless (for a deterministic failure
+seen ``attempts`` times, not more) new information arrived since it last failed: an edit
+before re-running a test may have fixed it. For tools whose ``kind`` is ``write``
 the first identical retry after a (non-retryable) failure is already judged so: a
 write may have half-applied, and repeating it verbatim is riskier than a read.
 """
@@ -18,9 +20,9 @@ write may have half-applied, and repeating it verbatim is riskier than a read.
 from __future__ import annotations
 
 from ..decisions import Signal
-from ..observations import PERMANENT, REFUSED, RETRYABLE
+from ..observations import DETERMINISTIC, PERMANENT, REFUSED, RETRYABLE
 from ..policy.schema import FailureDetector
-from .base import CallRecord, RunMemory, describe
+from .base import CallRecord, RunMemory, SignatureStats, describe
 
 _SHAPES_PER_SIGNATURE = 8
 _WARNING_SCORE = 0.5
@@ -54,6 +56,8 @@ class Failure:
         if stats.last_failure is None or not stats.failures:
             return None
         count = max(stats.failures.values())
+        if stats.last_failure == DETERMINISTIC and count <= self.config.attempts and _news_since_failure(stats, memory):
+            return None  # something changed since it failed (an edit, new data): one more try may work
         if record.tool_kind == "write" and stats.last_failure != RETRYABLE:
             # An identical write after a failure escalates faster: it may have half-applied.
             count = max(count, self.config.attempts)
@@ -110,8 +114,9 @@ class Failure:
         else:
             message = f"{describe(record)} failed {count} times with the same {failure_class} error: {_excerpt(observation.text)}"
         evidence = {"call": record.index, "failures": count, "class": failure_class}
-        if failure_class == "deterministic" and novel_then is not None and memory.novel_results > novel_then:
-            # Something new happened between the failures: one more chance to show progress.
+        if failure_class == "deterministic" and count <= self.config.attempts and novel_then is not None and memory.novel_results > novel_then:
+            # Something new happened between the failures: one more chance to show progress (once:
+            # the same failure again after another change shows the changes do not help).
             self._armed_after = record.index
             self._armed_message = message
             return Signal(self.name, "repeated_failure_after_change", min(score, _WARNING_SCORE), message, evidence)
@@ -126,6 +131,15 @@ class Failure:
             message=f"{self._armed_message}; {record.tool} after it {outcome}",
             evidence={"call": record.index},
         )
+
+
+def _news_since_failure(stats: SignatureStats, memory: RunMemory) -> bool:
+    """Whether a result brought new information since the call's latest failure."""
+    last = stats.last
+    if last is None or not last.error or stats.novel_at_failure is None:
+        return False
+    novel_then = stats.novel_at_failure.get(last.shape)
+    return novel_then is not None and memory.novel_results > novel_then
 
 
 def _excerpt(text: str, limit: int = 100) -> str:

@@ -16,9 +16,14 @@ from __future__ import annotations
 from ..decisions import Signal
 from ..policy.schema import NoProgressDetector
 from ..observations import Observation, is_acknowledgement, is_pending
-from .base import BoundedMap, CallRecord, RunMemory
+from .base import BoundedMap, CallRecord, RunMemory, describe, polls
+from ..tool_names import runs_command, writes_by_name
 
 _TOOLS_REMEMBERED = 256
+#: Kinds whose results never count: a scratchpad, a deliberate pause.
+_NO_NEWS = frozenset({"think", "wait"})
+#: Characters of a short reply that a write tool's call may share with other calls.
+_REPLY_LIMIT = 64
 _BUCKET = 4  # outputs kept per skeleton
 # What contains_and_add answers (true values when the output was seen).
 _NEW, _FROM_SAME_CALL, _FROM_OTHER_CALL = 0, 1, 2
@@ -95,6 +100,21 @@ class _ToolOutputs:
         return known
 
 
+def _quiet_success(record: CallRecord) -> bool:
+    """Whether an empty output is a command that ran quietly (``tsc``, ``cp``: silence means
+    success), not "nothing found". It is then judged as any other output: silence that this
+    tool already printed is stale (a ``grep`` that keeps finding nothing)."""
+    signature = record.signature
+    return runs_command(signature.tool, signature.arguments)
+
+
+def _acknowledges(record: CallRecord, observation: Observation) -> bool:
+    """Whether an output that another call also got only acknowledges this call: an
+    acknowledgement ("sent", ``true``), or any short reply of a tool whose name says it
+    changes state ("applied 1 edit" from ``edit_file`` on two files)."""
+    return is_acknowledgement(observation.text) or (len(observation.text) <= _REPLY_LIMIT and writes_by_name(record.signature.tool))
+
+
 class NoProgress:
     name = "no_progress"
 
@@ -106,11 +126,26 @@ class NoProgress:
         for outputs in self._seen.values():  # a new memory applies to the tools already seen too
             outputs.resize(config.memory)
         self.config = config
-        self._active, self._patience = config.enabled, config.patience  # read on every result
+        self._active, self.patience = config.enabled, config.patience  # read on every result
 
     def reset_turn(self, memory: RunMemory) -> None:
         """A user message is new information: the streak starts again."""
         memory.stale_streak = 0
+
+    def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
+        """The signal for a pending call whose own latest ``patience`` results brought nothing
+        new, though other calls' results did in between (the session asks only then, and only
+        when another detector flags the call: alone it would be a warning that says little)."""
+        stats = record.stats
+        if not self._active or stats.polling or stats.stale_results < self.patience:
+            return None
+        return Signal(
+            detector=self.name,
+            kind="same_call_no_progress",
+            score=self.config.weight,
+            message=f"{describe(record)} brought nothing new the last {stats.stale_results} times it ran",
+            evidence={"call": record.index, "stale_results": stats.stale_results},
+        )
 
     def result(self, record: CallRecord, memory: RunMemory, environment: bool = True) -> tuple[Signal | None, bool]:
         """Update the run memory with this result; return the signal (if active) and whether it was stale.
@@ -121,8 +156,10 @@ class NoProgress:
         """
         observation = record.observation
         assert observation is not None
-        if record.tool_kind == "think":
-            return None, False  # a scratchpad brings no information from the world, and takes none away
+        if record.tool_kind in _NO_NEWS or record.handoff_target is not None:
+            # A scratchpad, a pause or a handoff's receipt brings no information from the world,
+            # and takes none away (the handoff detector judges handoffs).
+            return None, False
         stats = record.stats
         tool = record.signature.tool
         seen = self._seen.get(tool)
@@ -143,13 +180,16 @@ class NoProgress:
         else:
             identical = True if last.exact == observation.exact else None  # None: not settled yet
         maybe_identical = identical is not False
+        # own_stale: the call's own streak goes on (its result repeats what it returned before,
+        # is empty, or fails the same way), whatever other calls returned in between.
         if observation.error:
             stale = repeated_output != _NEW
             kind = "same_failure"
             stats.identical_pending = 0
+            own_stale = last is not None and last.error and last.shape == observation.shape
         elif (
             (repeated_output or maybe_identical)
-            and (record.tool_kind == "poll" or is_pending(observation.text))
+            and (polls(record) or is_pending(observation.text))
             and (repeated_output or (identical := observation.same_as(last)))
         ):
             # Only a repeated observation can be a stalled poll, so the pending test runs rarely.
@@ -157,23 +197,24 @@ class NoProgress:
                 identical = observation.same_as(last)
             stats.identical_pending = stats.identical_pending + 1 if identical else 0
             patience = record.pending_patience or self.config.poll_patience
-            stale = stats.identical_pending >= patience
+            own_stale = stale = stats.identical_pending >= patience
             stats.polling = not stale
             kind = "stalled_poll"
-        elif observation.empty:
-            stale = True
+        elif observation.empty and not _quiet_success(record):
+            own_stale = stale = True
             kind = "empty_result"
             stats.identical_pending = 0
         elif record.rereads_known_range:
-            stale = True
+            own_stale = stale = True
             kind = "reread"
             stats.identical_pending = 0
         else:
             # A new call's acknowledgement ("sent", "ok", true) confirms that call even when
             # other calls got the same one. A call that has had results before gets no such
             # pass: the bucket may have forgotten its own earlier output (a repeated fan-out).
-            stale = repeated_output == _FROM_SAME_CALL or (
-                repeated_output == _FROM_OTHER_CALL and (stats.results > 0 or not is_acknowledgement(observation.text))
+            own_stale = repeated_output == _FROM_SAME_CALL
+            stale = own_stale or (
+                repeated_output == _FROM_OTHER_CALL and (stats.results > 0 or not _acknowledges(record, observation))
             )
             stats.identical_pending = 0
 
@@ -184,18 +225,20 @@ class NoProgress:
         else:
             stats.advancing_value = not observation.error and not observation.empty and last is not None and not identical
             stats.advancing_between = None
+        stats.stale_results = stats.stale_results + 1 if own_stale else 0
         stats.last = observation
         stats.last_failure = observation.failure_class
         stats.results += 1
 
         if stale:
             memory.stale_streak += 1
-        else:
+        elif environment:
             memory.stale_streak = 0
-            if not observation.error and environment:
+            if not observation.error:
                 memory.novel_results += 1
+        # (An agent's own message that is new is no news from the world: the streak holds.)
 
-        if not self._active or memory.stale_streak < self._patience:
+        if not self._active or memory.stale_streak < self.patience:
             return None, stale
         what = _WHAT[kind]
         signal = Signal(

@@ -4,7 +4,8 @@ Counts occurrences of the pending call's signature among the last ``window`` cal
 with a ring buffer and a counter, so the cost per call is O(1). A repeat whose
 results keep advancing (a poll that moves from queued to running to done) or whose
 latest result was a retryable failure (429, 503), or that is a poll still reporting a
-pending state within the poll patience, is healthy and raises no signal.
+pending state within the poll patience, is healthy and raises no signal; so is a poll
+(a ``poll`` tool, the call right after a deliberate wait, or a command that sleeps first).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections import deque
 
 from ..decisions import Signal
 from ..policy.schema import RepeatDetector
-from .base import CallRecord, RunMemory, describe
+from .base import CallRecord, RunMemory, describe, polls
 
 
 class Repeat:
@@ -60,8 +61,10 @@ class Repeat:
                 counts[old] = remaining
             else:
                 del counts[old]
-        if occurrences < threshold or not self._active or record.tool_kind == "poll":
-            return None  # a poll tool repeats by design; no_progress judges whether it is stalled
+        if occurrences < threshold or not self._active or polls(record) or record.handoff_target is not None:
+            # A poll repeats by design (no_progress judges whether it is stalled); handoffs
+            # are the handoff detector's to judge.
+            return None
         stats = record.stats
         if stats.advancing or stats.polling or stats.last_failure == "retryable":
             return None

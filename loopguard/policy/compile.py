@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..decisions import GuardAction, Signal
+from ..tool_names import inferred_kind
 from .expressions import CompiledCondition, CompiledMatch, compile_condition, compile_match
 from .schema import Budget, Budgets, Detectors, Policy, Pricing, Rule, Scoring, Thresholds, ToolTraits
 
@@ -188,7 +189,7 @@ class CompiledPolicy:
         found = self._profiles.get(tool)
         if found is None:
             traits = self.tool_traits(tool)
-            kind = traits.kind if traits is not None else "other"
+            kind = traits.kind if traits is not None and traits.kind != "other" else inferred_kind(tool)
             found = ToolProfile(
                 kind=kind,
                 pending_patience=traits.pending_patience if traits is not None else None,

@@ -18,7 +18,7 @@ ACTION_NAMES = ("continue", "warn", "replan", "pause", "stop")
 
 Mode = Literal["enforce", "observe"]
 Scope = Literal["turn", "run"]
-ToolKind = Literal["read", "write", "poll", "search", "compute", "think", "handoff", "other"]
+ToolKind = Literal["read", "write", "poll", "wait", "search", "compute", "think", "handoff", "other"]
 DetectorName = Literal["repeat", "cycle", "no_progress", "failure", "handoff", "near_duplicate"]
 
 
@@ -33,9 +33,10 @@ class ToolTraits(_Model):
         "other",
         description=(
             "read: no side effects; write: changes state (an identical write after a failure "
-            "escalates faster); poll: repetition with a pending status is healthy; search: a query; "
-            "compute: pure computation; think: a scratchpad with no effect; handoff: passes control "
-            "to another agent; other: unknown (the default)."
+            "escalates faster); poll: repetition with a pending status is healthy; wait: a deliberate pause "
+            "(the call after it is a poll); search: a query; compute: pure computation; think: a scratchpad "
+            "with no effect; handoff: passes control to another agent; other: unknown (the default; a tool "
+            "named wait or sleep is then a wait, and one named wait_for_* or wait_until_* a poll)."
         ),
     )
     pending_patience: int | None = Field(

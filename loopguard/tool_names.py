@@ -1,0 +1,82 @@
+"""What a tool's name and arguments say about it when the policy gives no traits.
+
+The default policy must judge runs of tools nobody described (cases/README.md), so a
+few facts are read from names and arguments:
+
+* a tool named for waiting (``wait``, ``sleep``, ``wait_seconds``) is a deliberate
+  pause: kind ``wait``; one that waits *for* something (``wait_for_job``) checks on it:
+  kind ``poll``;
+* a tool whose name starts with a verb that changes state (``edit_file``, ``send_email``)
+  answers each call with its own acknowledgement, so the same short reply to different
+  calls is not "nothing new";
+* a call that runs a command (a ``command`` / ``cmd`` / ``script`` argument, or a tool
+  named ``bash``, ``shell``, ...) may print nothing when it succeeds (``tsc``, ``cp``);
+* a command that sleeps before it checks (``sleep 60; dig +short host``) polls.
+
+Each answer is memoised by tool name, or computed once per call signature by the caller.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+#: Words a pure wait's name may add to "wait" or "sleep" ("wait_seconds", "sleep_ms").
+_WAIT_UNITS = frozenset({"s", "sec", "secs", "second", "seconds", "ms", "millis", "milliseconds", "min", "mins", "minute", "minutes", "for", "a", "while", "time"})
+#: First words of tool names that change state (their replies acknowledge their own call).
+_WRITE_VERBS = frozenset(
+    "add append apply approve archive assign book cancel change close comment commit copy create delete disable edit enable "
+    "insert label mark merge modify move notify patch post publish push put register reject remove rename replace reply "
+    "reset save schedule send set store submit tag update upload upsert write".split()
+)
+_COMMAND_TOOL_WORDS = frozenset({"bash", "shell", "sh", "terminal", "exec", "execute", "cmd", "powershell", "console"})
+_COMMAND_ARGUMENTS = ("command", "cmd", "script", "shell", "commands")
+#: Arguments that hold code to run (a "code" argument is code only where sleeping is in question).
+_SCRIPT_ARGUMENTS = frozenset(_COMMAND_ARGUMENTS) | {"code"}
+# A sleep in a shell command or a script: "sleep 60; dig ...", "time.sleep(5)", "Start-Sleep -s 5".
+_SLEEP = re.compile(r"(?<![\w.-])sleep\s+\d|\b(?:time|asyncio)\.sleep\s*\(|\bstart-sleep\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=4096)
+def name_words(tool: str) -> tuple[str, ...]:
+    """The lowercase words of a tool name: ``"waitForJob"`` and ``"wait_for_job"`` are
+    ``("wait", "for", "job")``."""
+    return tuple(word.lower() for word in _WORD.findall(tool))
+
+
+@lru_cache(maxsize=4096)
+def inferred_kind(tool: str) -> str:
+    """``wait`` for a pure pause, ``poll`` for a tool that waits for something, else ``other``."""
+    words = name_words(tool)
+    if not words or words[0] not in ("wait", "sleep", "pause", "delay"):
+        return "other"
+    if all(word in _WAIT_UNITS or word.isdigit() for word in words[1:]):
+        return "wait" if words[0] in ("wait", "sleep") or len(words) == 1 else "other"
+    return "poll" if words[0] == "wait" and words[1:2] in (("for",), ("until",)) else "other"
+
+
+@lru_cache(maxsize=4096)
+def writes_by_name(tool: str) -> bool:
+    """True when the tool's name starts with a verb that changes state (``edit_file``)."""
+    words = name_words(tool)
+    return bool(words) and words[0] in _WRITE_VERBS
+
+
+def runs_command(tool: str, arguments: Any) -> bool:
+    """True when the call runs a shell command or a script."""
+    if type(arguments) is dict and any(type(arguments.get(key)) is str for key in _COMMAND_ARGUMENTS):
+        return True
+    return not _COMMAND_TOOL_WORDS.isdisjoint(name_words(tool))
+
+
+def sleeps(tool: str, arguments: Any) -> bool:
+    """True when the call runs a command or script that sleeps before whatever else it runs
+    (a timed poll). Only commands count: a search for "sleep 8 hours" is no pause."""
+    if type(arguments) is not dict:
+        return False
+    for key, value in arguments.items():
+        if type(value) is str and "leep" in value and _SLEEP.search(value) is not None:
+            return key in _SCRIPT_ARGUMENTS or not _COMMAND_TOOL_WORDS.isdisjoint(name_words(tool))
+    return False

@@ -1,0 +1,199 @@
+"""Kinds of stuck and healthy runs beyond the shared cases, each replayed under the default
+policy as the step format: where the guard first intervenes, and with which signals.
+
+Each test is one kind (several shapes of it where they differ), written from how such
+runs look, not from the detectors' code: the words, tools and argument names vary.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopguard.policy import load_policy
+from loopguard.tool_names import inferred_kind, runs_command, sleeps, writes_by_name
+from loopguard.traces import replay_file
+from loopguard.traces.report import RunReport
+
+
+@pytest.fixture(scope="module")
+def policy():
+    return load_policy("builtin:default")
+
+
+def replay(policy, tmp_path: Path, steps: list[dict[str, Any]]) -> RunReport:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps([{"run_id": "run", "steps": steps}]), encoding="utf-8")
+    (report,) = replay_file(policy, path)
+    assert report.error is None
+    return report
+
+
+def first(report: RunReport) -> tuple[int, str] | None:
+    found = report.first_intervention
+    return None if found is None else (found.step, found.action.value)
+
+
+def signals_at(report: RunReport, step: int) -> set[str]:
+    return {f"{signal.detector}/{signal.kind}" for entry in report.decisions if entry.step == step for signal in entry.decision.signals}
+
+
+def step(tool: str | None, args: Any = None, output: Any = "", **extra: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"agent": extra.pop("agent", "agent"), "output": output, **extra}
+    if tool is not None:
+        entry["tool"] = tool
+        entry["args"] = args if args is not None else {}
+    return entry
+
+
+# -- stuck -------------------------------------------------------------------------------
+
+
+def test_the_agents_own_words_between_empty_retries_are_no_news(policy, tmp_path: Path) -> None:
+    query = {"query": "warranty terms for the X-200 dishwasher", "top_k": 5}
+    report = replay(policy, tmp_path, [
+        step("retrieve", query, "No documents above the similarity threshold."),
+        step(None, output="Nothing came back. I will try the retrieval again."),
+        step("retrieve", query, "No documents above the similarity threshold."),
+        step(None, output="Still nothing; retrying once more."),
+        step("retrieve", query, "No documents above the similarity threshold."),
+    ])
+    assert first(report) == (4, "stop")  # blocked before the third identical retrieval runs
+    assert signals_at(report, 4) >= {"repeat/interleaved_repeat", "no_progress/empty_result"}
+
+
+def test_a_call_that_keeps_returning_nothing_is_caught_among_calls_that_bring_news(policy, tmp_path: Path) -> None:
+    search = {"q": "refund for digital goods after download"}
+    report = replay(policy, tmp_path, [
+        step("kb_search", search, "No articles found."),
+        step("get_ticket_tags", {"ticket": 4411}, '["billing", "refund"]'),
+        step("kb_search", search, "No articles found."),
+        step("get_customer_tier", {"customer": "c-77"}, "standard"),
+        step("kb_search", search, "No articles found."),
+        step("list_macros", {}, '["refund-policy", "escalate", "close"]'),
+    ])
+    assert first(report) == (4, "stop")
+    assert signals_at(report, 4) == {"repeat/interleaved_repeat", "no_progress/same_call_no_progress"}
+
+
+def test_the_same_failure_after_changes_that_do_not_help_is_a_replan(policy, tmp_path: Path) -> None:
+    error = "ContextWindowExceededError: context length exceeded (requested 33105 tokens, limit 32768)"
+    report = replay(policy, tmp_path, [
+        step("generate", {"prompt_ref": "chapter-7"}, error, error=True),
+        step("summarize_memory", {"target_tokens": 4000}, "Summary written: chapters 1-6, cast, open threads."),
+        step("generate", {"prompt_ref": "chapter-7"}, error, error=True),
+        step("summarize_memory", {"target_tokens": 4000}, "Summary written: recap of chapters 1-6 and characters."),
+        step("generate", {"prompt_ref": "chapter-7"}, error, error=True),
+        step("summarize_memory", {"target_tokens": 4000}, "Summary written: plot so far and the cast."),
+        step("generate", {"prompt_ref": "chapter-7"}, error, error=True),
+    ])
+    # The second failure came after a change (a warning); the third, after another, is a replan.
+    assert signals_at(report, 2) == {"failure/repeated_failure_after_change"}
+    assert first(report) == (4, "replan")
+    assert "failure/repeated_deterministic_failure" in signals_at(report, 4)
+
+
+# -- healthy -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wait_tool", ["wait", "sleep", "wait_seconds", "sleepMs"])
+def test_checks_between_deliberate_waits_are_polls(policy, tmp_path: Path, wait_tool: str) -> None:
+    check = {"command": "aws s3 ls s3://lake/raw/orders/dt=2024-07-01/_SUCCESS"}
+    steps = []
+    for _ in range(4):
+        steps += [step("bash", check, ""), step(wait_tool, {"seconds": 120}, "waited 120s")]
+    steps += [step("bash", check, "2024-07-02 03:14:09          0 _SUCCESS"), step("bash", {"command": "spark-submit jobs/daily.py"}, "wrote 1,204,331 rows")]
+    report = replay(policy, tmp_path, steps)
+    assert report.verdict.value == "continue"
+
+
+def test_a_command_that_sleeps_before_it_checks_is_a_poll(policy, tmp_path: Path) -> None:
+    dig = {"command": "sleep 60; dig +short api.example.org @1.1.1.1"}
+    report = replay(policy, tmp_path, [
+        step("update_dns_record", {"name": "api", "type": "A", "content": "203.0.113.48"}, '{"success": true}'),
+        step("bash", dig, "198.51.100.17"),
+        step("bash", dig, "198.51.100.17"),
+        step("bash", dig, "198.51.100.17"),
+        step("bash", dig, "203.0.113.48"),
+        step("bash", {"command": "curl -s https://api.example.org/healthz"}, "200 OK"),
+    ])
+    assert report.verdict.value == "continue"
+    # Without the sleep the same three answers are the agent not reading its results.
+    stuck = replay(policy, tmp_path, [step("bash", {"command": "dig +short api.example.org"}, "198.51.100.17") for _ in range(4)])
+    assert first(stuck) == (2, "stop")
+
+
+def test_quiet_success_and_write_replies_are_not_nothing_new(policy, tmp_path: Path) -> None:
+    tsc = {"command": "npx tsc --noEmit -p ."}
+    report = replay(policy, tmp_path, [
+        step("bash", tsc, "src/api/client.ts(41,7): error TS2322: Type 'string | undefined' is not assignable", error=True),
+        step("edit_file", {"path": "src/api/client.ts", "line": 41, "text": "const token = session.token ?? ''"}, "applied 2 edits"),
+        step("bash", tsc, "src/components/Table.tsx(17,3): error TS2741: Property 'rowKey' is missing", error=True),
+        step("edit_file", {"path": "src/components/Table.tsx", "line": 17, "text": "<DataTable rowKey='id' />"}, "applied 1 edit"),
+        step("edit_file", {"path": "src/hooks/usePaging.ts", "line": 9, "text": "export function usePaging(p: Paging) {"}, "applied 1 edit"),
+        step("bash", tsc, ""),  # tsc prints nothing when the project compiles
+        step("bash", {"command": "npm run build"}, "built in 2.41s"),
+    ])
+    assert report.verdict.value in ("continue", "warn")
+    assert first(report) is None
+    # A command that keeps printing nothing is still nothing new.
+    grep = replay(policy, tmp_path, [step("bash", {"command": "grep -rn TODO src/"}, "") for _ in range(3)])
+    assert first(grep) == (2, "stop")
+
+
+def test_a_test_rerun_after_an_edit_is_not_blocked(policy, tmp_path: Path) -> None:
+    pytest_run = {"command": "pytest -q tests/test_slug.py"}
+    failing = "FAILED tests/test_slug.py::test_unicode - AssertionError: assert 'caf' == 'cafe'\n1 failed, 3 passed"
+    report = replay(policy, tmp_path, [
+        step("bash", pytest_run, failing, error=True),
+        step("edit_file", {"path": "src/slug.py", "old": "s = s.lower()", "new": "s = s.strip().lower()"}, "ok"),
+        step("bash", pytest_run, failing, error=True),
+        step("edit_file", {"path": "src/slug.py", "old": "s = re.sub(...)", "new": "s = unicodedata.normalize('NFKD', s)"}, "ok"),
+        step("bash", pytest_run, "4 passed in 0.04s"),
+    ])
+    assert first(report) is None
+    assert signals_at(report, 2) == {"failure/repeated_failure_after_change"}
+    # The rerun after the second edit runs; that it is the third run of the command is noted only.
+    assert signals_at(report, 4) == {"repeat/interleaved_repeat"} and report.verdict.value == "warn"
+
+
+def test_handoff_receipts_are_no_news(policy, tmp_path: Path) -> None:
+    def to(agent: str, by: str) -> dict[str, Any]:
+        return step("transfer_to_agent", {"agent_name": agent}, f"control transferred to {agent}", agent=by)
+
+    report = replay(policy, tmp_path, [
+        to("researcher", "supervisor"),
+        step("web_search", {"query": "GPAI obligations timeline"}, "5 results: europarl ...", agent="researcher"),
+        to("supervisor", "researcher"),
+        to("writer", "supervisor"),
+        step("write_draft", {"title": "What the AI Act asks"}, "draft v1 saved (812 words)", agent="writer"),
+        to("supervisor", "writer"),
+        to("reviewer", "supervisor"),
+        step("review_draft", {"draft": "v1"}, "3 issues: dates, threshold, intro", agent="reviewer"),
+        to("supervisor", "reviewer"),
+        to("writer", "supervisor"),
+        step("revise_draft", {"draft": "v1"}, "draft v2 saved (734 words)", agent="writer"),
+        to("supervisor", "writer"),
+        step("publish", {"draft": "v2"}, "published", agent="supervisor"),
+    ])
+    assert report.verdict.value == "continue"
+
+
+# -- what names and arguments say ---------------------------------------------------------
+
+
+def test_tool_names_and_arguments_read_without_traits() -> None:
+    assert [inferred_kind(name) for name in ("wait", "sleep", "wait_seconds", "sleepMs", "waitForJob", "wait_until_ready", "waiter", "delay_shipment")] == [
+        "wait", "wait", "wait", "wait", "poll", "poll", "other", "other",
+    ]
+    assert [writes_by_name(name) for name in ("edit_file", "sendEmail", "update_reservation", "get_user", "search", "settings")] == [
+        True, True, True, False, False, False,
+    ]
+    assert runs_command("run", {"command": "ls"}) and runs_command("bash", {}) and not runs_command("search", {"q": "bash"})
+    assert sleeps("bash", {"command": "sleep 60; dig +short host"})
+    assert sleeps("python", {"code": "import time\ntime.sleep(5)\nprint(status())"})
+    assert not sleeps("search", {"q": "sleep 8 hours a night"})  # only commands sleep
+    assert not sleeps("bash", {"command": "echo asleep 5"})
