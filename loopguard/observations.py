@@ -124,6 +124,41 @@ def _normalize(text: str) -> str:
     return " ".join(tokens)
 
 
+# Words of the keys that only describe a request or its paging, in an API's reply around the
+# data ("total", "next_cursor", "has_more", "request_id", "nextPageToken", "warnings").
+_ENVELOPE_WORDS = frozenset(
+    "total count offset limit page pages per size next prev previous cursor more has ok status success took time "
+    "timestamp elapsed ms duration query q latest oldest start end from to skip take after before token continuation "
+    "metadata meta response links link self first last version api url href warning warnings note notes message "
+    "info kind type object num number request trace correlation id".split()
+)
+# Empty lists under these keys say that nothing went wrong, not that nothing was found.
+_NOT_ANSWERS = frozenset({"error", "errors", "warning", "warnings", "failure", "failures", "note", "notes"})
+_KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def is_empty_envelope(text: str) -> bool:
+    """True for a JSON object whose collections are all empty and whose other fields only
+    describe the request or its paging: an empty answer in an API's envelope, such as
+    ``{"users": [], "total": 68, "offset": 75}`` or ``{"matches": [], "request_id": "r-1"}``.
+    ``{"id": "u1", "name": "Bob", "roles": []}`` is a record, and ``{"errors": []}`` no answer."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    if type(data) is not dict:
+        return False
+    found = False
+    for key, value in data.items():
+        if type(value) in (list, dict) and not value and key.lower() not in _NOT_ANSWERS:
+            found = True  # the (empty) answer
+            continue
+        words = [word.lower() for word in _KEY_WORD.findall(key)]
+        if not words or words == ["id"] or not all(word in _ENVELOPE_WORDS for word in words):
+            return False  # a field that carries data
+    return found
+
+
 _EMPTY_LITERALS = frozenset({"", "[]", "{}", "null", "none", "nil", "n/a", '""', "''", "[[]]", "no", "nothing", "empty"})
 _EMPTY_PHRASE = re.compile(
     r"^\W*(?:(?:no|zero|0)\s+(?:\w+\s+){0,2}?(?:results?|rows?|items?|records?|matches|entries|hits|data|output|documents?|files?|pages?|"
@@ -423,6 +458,8 @@ class Observation:
                     and len(folded := " ".join(stripped.split())) <= 120
                     and _EMPTY_PHRASE.match(folded) is not None
                 )
+            if not self.empty and "[]" in stripped and stripped[:1] == "{":
+                self.empty = is_empty_envelope(self.text)
         self._fingerprint: int | None = None
         self.shape = _failure_shape(self.text, self._tail is not None) if error else 0
 

@@ -255,6 +255,7 @@ class Session:
             self.turn_index += 1
             self.user_message = _text(text, "")
             self._no_progress.reset_turn(self._memory)
+            self._near_duplicate.news()
             self._stale = None
 
     def before_call(self, call: ToolCall) -> Decision:
@@ -353,7 +354,12 @@ class Session:
             agent = None if agent is None else _text(agent)
             name = f"message:{agent or 'agent'}"
             record = self._record(ToolCall(name, {"text": body}, agent=agent), policy.tool_profile(name))
-            signals = [s for s in (self._repeat.pending(record, self._memory), self._cycle.pending(record, self._memory)) if s]
+            memory = self._memory
+            signals = [
+                signal
+                for signal in (self._repeat.pending(record, memory), self._cycle.pending(record, memory), self._near_duplicate.message(record, body, memory))
+                if signal is not None
+            ]
             self._steps += 1
             self.run.steps += 1
             self.turn.steps += 1

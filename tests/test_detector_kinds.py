@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from loopguard.observations import observe
 from loopguard.policy import load_policy
 from loopguard.tool_names import inferred_kind, runs_command, sleeps, writes_by_name
 from loopguard.traces import replay_file
@@ -94,6 +95,55 @@ def test_the_same_failure_after_changes_that_do_not_help_is_a_replan(policy, tmp
     assert signals_at(report, 2) == {"failure/repeated_failure_after_change"}
     assert first(report) == (4, "replan")
     assert "failure/repeated_deterministic_failure" in signals_at(report, 4)
+
+
+def test_an_empty_answer_in_an_api_envelope_is_empty(policy, tmp_path: Path) -> None:
+    assert [
+        observe(text).empty
+        for text in (
+            '{"results": []}',
+            '{"users": [], "total": 68, "offset": 75, "limit": 25}',
+            '{"ok": true, "messages": [], "has_more": false, "response_metadata": {"next_cursor": ""}}',
+            '{"matches": [], "nextPageToken": null, "warnings": ["no published fares"]}',
+            '{"id": "u1", "name": "Bob", "roles": []}',
+            '{"errors": [], "message": "Created user 123"}',
+            '{"order": "o-7", "items": []}',
+        )
+    ] == [True, True, True, True, False, False, False]
+    # Paging on past the end while the API echoes the offset: each reply differs, all are empty.
+    pages = [step("list_users", {"offset": offset, "limit": 25}, json.dumps({"users": [{"id": f"u{offset + n}"} for n in range(size)], "total": 60}))
+             for offset, size in ((0, 25), (25, 25), (50, 10))]
+    pages += [step("list_users", {"offset": offset, "limit": 25}, json.dumps({"users": [], "total": 60, "offset": offset, "limit": 25})) for offset in (75, 100, 125)]
+    report = replay(policy, tmp_path, pages)
+    assert first(report) == (4, "replan")
+    assert signals_at(report, 4) >= {"near_duplicate/pagination", "no_progress/empty_result"}
+    # The same search with a new request id each time, echoed in an empty reply.
+    searches = [step("company_search", {"name": "Quillfeather GmbH", "country": "DE", "request_id": f"req-{n:04x}9c1e"}, json.dumps({"matches": [], "request_id": f"req-{n:04x}9c1e"})) for n in range(5)]
+    report = replay(policy, tmp_path, searches)
+    assert first(report) == (2, "replan")
+    assert signals_at(report, 2) >= {"near_duplicate/reworded_call", "no_progress/empty_result"}
+
+
+def test_a_paraphrased_monologue_is_a_replan(policy, tmp_path: Path) -> None:
+    report = replay(policy, tmp_path, [
+        step("get_service_health", {"service": "payments-api"}, '{"status": "degraded", "failing_checks": ["/healthz/db"]}', agent="ops"),
+        step(None, output="The health check for payments-api fails on /healthz/db. I'll look at the database connection logs next.", agent="ops"),
+        step(None, output="payments-api's /healthz/db check is failing. Next I'll check the database connection logs.", agent="ops"),
+        step(None, output="The /healthz/db check of payments-api is failing, so I will read the database connection logs next.", agent="ops"),
+        step(None, output="Checking the database connection logs next, since /healthz/db fails for payments-api.", agent="ops"),
+    ])
+    assert first(report) == (3, "replan")
+    assert signals_at(report, 3) == {"near_duplicate/reworded_message", "no_progress/reworded_message"}
+    # Messages between tool calls that bring news are not a monologue, however alike.
+    healthy = replay(policy, tmp_path, [
+        entry
+        for day in range(1, 6)
+        for entry in (
+            step(None, output=f"Let me search flights from SFO to JFK on May {day}.", agent="travel"),
+            step("search_flights", {"origin": "SFO", "destination": "JFK", "date": f"2024-05-0{day}"}, f'[{{"flight": "HAT{day}01", "price": {200 + day}}}]', agent="travel"),
+        )
+    ])
+    assert healthy.verdict.value == "continue"
 
 
 # -- healthy -----------------------------------------------------------------------------

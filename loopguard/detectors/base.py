@@ -53,11 +53,13 @@ class CallRecord:
         pending_patience: identical pending observations tolerated for this tool.
         observation: the read output, once the result is in.
         handoff_target: the agent this call hands control to, for handoff tools.
-        rereads_known_range: set by near_duplicate: the call reads a range already read.
+        repeats_known: set by near_duplicate: the call re-reads a range already read, or (an
+            agent's message) rewords one the agent wrote since the last news; its result can
+            only repeat what is known.
     """
 
     # A plain slotted class with a positional constructor: one is built per call.
-    __slots__ = ("index", "step", "signature", "stats", "tool_kind", "agent", "pending_patience", "observation", "handoff_target", "rereads_known_range")
+    __slots__ = ("index", "step", "signature", "stats", "tool_kind", "agent", "pending_patience", "observation", "handoff_target", "repeats_known")
 
     def __init__(
         self,
@@ -78,7 +80,7 @@ class CallRecord:
         self.pending_patience = pending_patience
         self.observation: Observation | None = None
         self.handoff_target: str | None = None
-        self.rereads_known_range = False
+        self.repeats_known = False
 
     @property
     def tool(self) -> str:

@@ -15,6 +15,9 @@ Compares a pending call with the last ``window`` calls of the same tool:
   with a context score below every threshold; it only matters when it co-occurs
   with no_progress (paging past the end of the data), through ``scoring.escalate``.
 
+An agent's own messages (no tool call) are compared the same way with the messages it wrote
+since the last news, at ``message_similarity``: a paraphrased monologue.
+
 Cost per call: O(window × arguments), independent of run length.
 """
 
@@ -321,6 +324,17 @@ def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
     return len(left & right) / len(left | right)
 
 
+class _Said:
+    """What one agent wrote since the last news: its latest messages' word sets, and how many
+    of its messages reworded an earlier one."""
+
+    __slots__ = ("words", "rewordings")
+
+    def __init__(self, window: int) -> None:
+        self.words: deque[frozenset[str]] = deque(maxlen=window)
+        self.rewordings = 0
+
+
 class NearDuplicate:
     name = "near_duplicate"
 
@@ -330,11 +344,16 @@ class NearDuplicate:
         # Shapes by signature key, for calls whose signature has no result yet (their stats
         # are fresh on every call): identical calls in flight are read once.
         self._shapes: BoundedMap[int, _Shape] = BoundedMap(256)
+        # The words of each agent's messages since the last news (a result that brought
+        # something new, or a user message), and the news count they were written at.
+        self._messages: BoundedMap[str, _Said] = BoundedMap(64)
+        self._messages_at = 0
 
     def reconfigure(self, config: NearDuplicateDetector) -> None:
         self.config = config
         # Read on every call: plain attributes (a pydantic attribute costs several times more).
         self._window, self._similarity, self._repeats, self._active = config.window, config.similarity, config.repeats, config.enabled
+        self._message_similarity = config.message_similarity
         self._weight, self._pagination_score = config.weight, min(PAGINATION_SCORE, config.weight)
 
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
@@ -372,6 +391,44 @@ class NearDuplicate:
             )
         return None
 
+    def message(self, record: CallRecord, text: str, memory: RunMemory) -> Signal | None:
+        """Judge an agent's message (``record`` is its pseudo-call ``message:AGENT``): a message
+        whose word set overlaps one the agent wrote since the last news by at least
+        ``message_similarity`` rewords it, so it can only repeat what is known
+        (``record.repeats_known``). When ``repeats`` messages since the last news are one
+        message and its rewordings, the signal is ``reworded_message``: each restates
+        something said before, even where two rewordings share fewer words with each other.
+        """
+        if memory.novel_results != self._messages_at:
+            self._messages.clear()  # news since: earlier messages no longer count
+            self._messages_at = memory.novel_results
+        tool = record.signature.tool
+        said = self._messages.get(tool)
+        if said is None:
+            said = _Said(self._window)
+            self._messages.put(tool, said)
+        words, similarity = _words(text), self._message_similarity
+        rewords = any(_jaccard(earlier, words) >= similarity for earlier in said.words)
+        said.words.append(words)
+        record.repeats_known = rewords
+        if not rewords:
+            return None
+        said.rewordings += 1
+        similar = said.rewordings + 1  # the rewordings and what they reword
+        if not self._active or similar < self._repeats:
+            return None
+        return Signal(
+            self.name,
+            "reworded_message",
+            self._weight,
+            f"{record.agent or 'the agent'} has written the same message in other words {similar} times since anything new happened",
+            {"call": record.index, "similar_messages": similar},
+        )
+
+    def news(self) -> None:
+        """A user message: the agent's earlier messages no longer count as said since the last news."""
+        self._messages.clear()
+
     def _read(self, record: CallRecord) -> _Shape:
         """What the arguments of a call with this signature say (``_PLAIN`` or their shape)."""
         if _plain(record.signature.arguments):
@@ -393,7 +450,7 @@ class NearDuplicate:
     ) -> Signal | None:
         """A call with a range, given the recent calls that differ from it only in their range."""
         reread = _inside(span, [entry[0].span for entry in earlier]) if earlier else False  # type: ignore[misc]
-        record.rereads_known_range = reread  # its result can only repeat what was read (no_progress)
+        record.repeats_known = reread  # its result can only repeat what was read (no_progress)
         recent.append((shape, reread))
         if not self._active:
             return None

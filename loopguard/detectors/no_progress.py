@@ -34,6 +34,7 @@ _WHAT = {
     "stalled_poll": "reported the same pending state",
     "same_output": "returned what it had returned before",
     "reread": "re-read a range already read",
+    "reworded_message": "said again what it had said before",
 }
 
 
@@ -204,9 +205,9 @@ class NoProgress:
             own_stale = stale = True
             kind = "empty_result"
             stats.identical_pending = 0
-        elif record.rereads_known_range:
+        elif record.repeats_known:
             own_stale = stale = True
-            kind = "reread"
+            kind = "reread" if environment else "reworded_message"
             stats.identical_pending = 0
         else:
             # A new call's acknowledgement ("sent", "ok", true) confirms that call even when

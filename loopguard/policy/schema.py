@@ -102,6 +102,12 @@ class NearDuplicateDetector(_Detector):
     similarity: float = Field(0.8, gt=0.0, le=1.0, description="Word-set (Jaccard) similarity of text arguments that counts as a rewording.")
     window: int = Field(6, ge=2, le=100, description="How many recent calls of the same tool are compared.")
     repeats: int = Field(3, ge=2, description="Near-duplicate calls (including the first) that make the signal.")
+    message_similarity: float = Field(
+        0.6,
+        gt=0.0,
+        le=1.0,
+        description="Word-set (Jaccard) similarity at which an agent's message rewords one it wrote since the last news (paraphrases vary more than arguments).",
+    )
 
 
 class Detectors(_Model):
