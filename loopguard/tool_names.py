@@ -39,17 +39,29 @@ _SCRIPT_ARGUMENTS = frozenset(_COMMAND_ARGUMENTS) | {"code"}
 _SLEEP = re.compile(r"(?<![\w.-])sleep\s+\d|\b(?:time|asyncio)\.sleep\s*\(|\bstart-sleep\b", re.IGNORECASE)
 
 
-@lru_cache(maxsize=4096)
+#: Characters of a tool name that are read (the memo must not keep huge names alive).
+NAME_LIMIT = 128
+
+
 def name_words(tool: str) -> tuple[str, ...]:
-    """The lowercase words of a tool name: ``"waitForJob"`` and ``"wait_for_job"`` are
-    ``("wait", "for", "job")``."""
-    return tuple(word.lower() for word in _WORD.findall(tool))
+    """The lowercase words of a tool name's first :data:`NAME_LIMIT` characters:
+    ``"waitForJob"`` and ``"wait_for_job"`` are ``("wait", "for", "job")``."""
+    return _name_words(tool[:NAME_LIMIT])
 
 
 @lru_cache(maxsize=4096)
+def _name_words(name: str) -> tuple[str, ...]:
+    return tuple(word.lower() for word in _WORD.findall(name))
+
+
 def inferred_kind(tool: str) -> str:
     """``wait`` for a pure pause, ``poll`` for a tool that waits for something, else ``other``."""
-    words = name_words(tool)
+    return _inferred_kind(tool[:NAME_LIMIT])
+
+
+@lru_cache(maxsize=4096)
+def _inferred_kind(name: str) -> str:
+    words = _name_words(name)
     if not words or words[0] not in ("wait", "sleep", "pause", "delay"):
         return "other"
     if all(word in _WAIT_UNITS or word.isdigit() for word in words[1:]):
@@ -57,7 +69,6 @@ def inferred_kind(tool: str) -> str:
     return "poll" if words[0] == "wait" and words[1:2] in (("for",), ("until",)) else "other"
 
 
-@lru_cache(maxsize=4096)
 def writes_by_name(tool: str) -> bool:
     """True when the tool's name starts with a verb that changes state (``edit_file``)."""
     words = name_words(tool)
