@@ -63,6 +63,35 @@ def test_more_cases_of_each_kind_are_handled(policy) -> None:
     assert verdicts["healthy-write-fanout-acknowledged"] == verdicts["healthy-scalar-answers"] == "continue"
 
 
+#: Runs of the blind sets that the default policy still misjudges, and why they are left.
+BLIND_EXCEPTIONS = {
+    # A 400 context_length_exceeded is read as a permanent failure (invalid request), so the
+    # second identical one stops at once; its writer would accept step 2 as well.
+    "k9a-openai-context-condense-loop": "premature",
+    # grep's "[exit code 1]" (no match) reads as a failure: replan at the second identical one.
+    "st-ident-02-grep": "premature",
+    # Paging backwards by a moving `latest` timestamp is not recognised as paging.
+    "st-page-05-history": "missed",
+    # Line ranges written inside a shell command (sed -n '40,60p') are not read as ranges.
+    "st-near-05-sed-ranges": "missed",
+    # The same empty check three times with no wait between is the rw03 shape; only a wait
+    # or a sleep tells a poll from an agent that does not read its results.
+    "hx05-ticket-thread-poll-for-reply": "false_alarm",
+}
+
+
+@pytest.mark.parametrize("label", ["stuck", "healthy"])
+def test_blind_cases_of_each_kind(policy, label: str) -> None:
+    """Labelled runs written for this project by people who did not read the detectors
+    (97 stuck, 115 healthy, in two rounds), judged as cases/README.md judges."""
+    reports = replay_file(policy, REPO / "tests" / "fixtures" / "kinds" / f"blind_{label}.json")
+    judged = {report.run_id: report.expected.judged for report in reports}
+    assert len(judged) == {"stuck": 97, "healthy": 115}[label]
+    assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
+        run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
+    }
+
+
 @needs_data
 def test_specific_first_interventions(policy) -> None:
     reports = {report.run_id: report for report in replay_file(policy, DATA / "cases" / "incidents.json")}
