@@ -189,3 +189,12 @@ def test_key_kinds_are_memoised_in_a_bounded_table() -> None:
         _kind_of(f"field_{index}")
     assert 0 < len(near_duplicate._KEY_KINDS) <= near_duplicate._KEY_KINDS_LIMIT
     assert _kind_of("rows").role == "length"  # classified again after the table was cleared
+
+
+def test_only_the_first_bounds_are_paired() -> None:
+    # Pairing is quadratic in the bounds, so a call naming hundreds of them pairs the first 16
+    # low bounds with the first 16 partners: the 20th pair is out of reach, the first is read.
+    arguments = {**{f"start_{index}": index * 100 for index in range(300)}, **{f"end_{index}": index * 100 + 50 for index in range(300)}}
+    assert tuple(_range_of(arguments)) == ((0.0, 50.0), ("start_0", "end_0"))
+    late = {**{f"start_{index}": 0 for index in range(16)}, "start_19": 1900, "end_19": 1950}
+    assert tuple(_range_of(late)) == ((0.0, 1.0), ("start_0",))  # start_19 is pairable, but not among the first 16 low bounds

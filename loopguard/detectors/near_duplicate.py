@@ -67,6 +67,9 @@ _BOUNDS_LIST_NAMES = frozenset({("range",), ("view", "range"), ("viewrange",), (
 # Words of a key: snake_case, kebab-case and camelCase ("startLine", "MaxKeys", "HTTPStatus").
 _KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
+#: Low bounds, and high bounds or lengths, that are paired at most (the first ones written).
+_BOUNDS_PAIRED = 16
+
 # The role a key plays in a range.
 _LOW, _HIGH, _LENGTH, _PAGE, _BOUNDS_LIST, _THROWAWAY, _NONE = "low", "high", "length", "page", "bounds_list", "throwaway", ""
 
@@ -216,7 +219,8 @@ def _range_of(arguments: dict[Any, Any]) -> _Range | None:
         else:
             partners.append((key, kind, number))
     if lows:
-        return _paired(lows, partners)
+        # Pairing is quadratic: real ranges have a few bounds, so only the first few count.
+        return _paired(lows[:_BOUNDS_PAIRED], partners[:_BOUNDS_PAIRED])
     return page or bounds_list
 
 
