@@ -29,6 +29,10 @@ CASES: dict[str, tuple[str | None, bool, list[str]]] = {
         "bad/misspelt_functions.yml:10:12: LG304: unknown function 'lenght' in condition (known: abs, contains, len, lower, matches, max, min, round) "
         "(hint: did you mean 'len'?)",
     ]),
+    "unknown_attribute.yml": (None, False, [
+        "bad/unknown_attribute.yml:5:16: LG304: unknown attribute run.toolcalls in condition (known: cost_usd, failures, per_tool, steps, "
+        "tokens, tool_calls, turns) (hint: did you mean 'tool_calls'?)",
+    ]),
     "tab_indent.yml": (None, False, [
         "bad/tab_indent.yml:4:1: LG102: tab character in indentation; YAML indents with spaces only (hint: replace the tab with spaces)",
     ]),

@@ -266,3 +266,17 @@ def test_a_long_run_does_not_keep_the_arguments_of_past_calls() -> None:
     finally:
         tracemalloc.stop()
     assert held < 5_000_000, held
+
+
+def test_condition_roots_have_exactly_the_attributes_check_knows() -> None:
+    # `loopguard check` rejects an attribute outside CONDITION_ATTRIBUTES; the session must
+    # build every one of them, and no other, or a valid condition would fail at run time.
+    from loopguard.detectors.base import CallRecord, SignatureStats
+    from loopguard.policy.expressions import CONDITION_ATTRIBUTES
+    from loopguard.signature import signature_of
+
+    session = Guard.from_policy("builtin:default").session()
+    call = ToolCall("search", {"q": "x"}, id="c1")
+    record = CallRecord(0, 0, signature_of("search", {"q": "x"}), SignatureStats())
+    built = {root: set(session._condition_root(root, call, record)) for root in CONDITION_ATTRIBUTES}
+    assert built == {root: set(attributes) for root, attributes in CONDITION_ATTRIBUTES.items()}

@@ -244,7 +244,15 @@ ALLOWED_METHODS = frozenset(
 # exponential time on a crafted input (catastrophic backtracking).
 _NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]")
 
-_ALLOWED_ROOTS = frozenset({"run", "turn", "tool", "call"}) | frozenset(CONDITION_CONSTANTS)
+_COUNTERS = frozenset({"steps", "tool_calls", "tokens", "cost_usd", "failures", "per_tool"})
+#: The attributes each root name of a ``when`` condition has (what the session builds for it).
+CONDITION_ATTRIBUTES: dict[str, frozenset[str]] = {
+    "run": _COUNTERS | {"turns"},
+    "turn": _COUNTERS | {"index", "user_message"},
+    "tool": frozenset({"name", "kind", "calls", "turn_calls"}),
+    "call": frozenset({"tool", "arguments", "id", "agent"}),
+}
+_ALLOWED_ROOTS = frozenset(CONDITION_ATTRIBUTES) | frozenset(CONDITION_CONSTANTS)
 
 
 def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS) -> CompiledCondition:
@@ -274,6 +282,15 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
             )
         if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             return _raise(f"attribute {node.attr!r} is not allowed in a condition", node.col_offset)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in CONDITION_ATTRIBUTES:
+            # The roots' attributes are fixed: a misspelt one would fail on every call.
+            root, known = node.value.id, CONDITION_ATTRIBUTES[node.value.id]
+            if node.attr not in known:
+                return _raise(
+                    f"unknown attribute {root}.{node.attr} in condition (known: {', '.join(sorted(known))})",
+                    (node.end_col_offset or 0) - len(node.attr),
+                    did_you_mean(node.attr, known),
+                )
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr not in ALLOWED_METHODS:
             return _raise(
                 f"method {node.func.attr!r} is not allowed in a condition (allowed: {', '.join(sorted(ALLOWED_METHODS))})",
