@@ -97,6 +97,26 @@ def normalize(text: str) -> str:
     return _normalize(text)
 
 
+def message_body(text: str) -> str:
+    """An agent message as it is compared: its first 2,048 characters lowercased, spacing
+    folded, and only what changes between two writings of one message replaced: counters
+    ("attempt 3:"), UUIDs and timestamps. Ids and names stay ("report_q1.csv" and
+    "report_q3.csv" are two messages)."""
+    text = " ".join(text[:2048].lower().split())
+    if _HAS_DIGIT.search(text) is None:
+        return text
+    if text.count("-") >= 4:
+        text = _UUID.sub("<uuid>", text)
+    if ":" in text:
+        text = _TIMESTAMP.sub("<time>", text)
+    tokens = text.split(" ")
+    for index in range(1, len(tokens)):
+        token = tokens[index]
+        if tokens[index - 1].strip(_PUNCTUATION) in _COUNTER_WORDS and token.strip(_PUNCTUATION).lstrip("#").isdigit():
+            tokens[index] = token.replace(token.strip(_PUNCTUATION), "<counter>")
+    return " ".join(tokens)
+
+
 @lru_cache(maxsize=1024)
 def _failure_shape(head: str, has_tail: bool) -> int:
     """Digest of a failure's normalised text with every number replaced: the same error
@@ -124,39 +144,60 @@ def _normalize(text: str) -> str:
     return " ".join(tokens)
 
 
-# Words of the keys that only describe a request or its paging, in an API's reply around the
-# data ("total", "next_cursor", "has_more", "request_id", "nextPageToken", "warnings").
+# Words of the scalar fields that only describe a request or its paging, in an API's reply
+# around the data ("total", "next_cursor", "has_more", "startAt", "maxResults", "request_id").
 _ENVELOPE_WORDS = frozenset(
     "total count offset limit page pages per size next prev previous cursor more has ok status success took time "
     "timestamp elapsed ms duration query q latest oldest start end from to skip take after before token continuation "
-    "metadata meta response links link self first last version api url href warning warnings note notes message "
-    "info kind type object num number request trace correlation id".split()
+    "metadata meta response links link request trace correlation id at max results items hits records entries rows "
+    "matches found returned remaining expand fields sort filter filters include select format timed out "
+    "schema".split()
 )
-# Empty lists under these keys say that nothing went wrong, not that nothing was found.
+# Lists under these keys may hold something and still leave the answer empty (advice, links).
+_ENVELOPE_LISTS = frozenset({"warning", "warnings", "note", "notes", "link", "links", "hint", "hints", "suggestion", "suggestions"})
+# Empty lists under keys with these words say that nothing went wrong, not that nothing was
+# found ("errors", "validation_errors").
 _NOT_ANSWERS = frozenset({"error", "errors", "warning", "warnings", "failure", "failures", "note", "notes"})
 _KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_DATA, _ENVELOPE_ONLY, _EMPTY_ANSWER = 0, 1, 2
 
 
 def is_empty_envelope(text: str) -> bool:
     """True for a JSON object whose collections are all empty and whose other fields only
     describe the request or its paging: an empty answer in an API's envelope, such as
-    ``{"users": [], "total": 68, "offset": 75}`` or ``{"matches": [], "request_id": "r-1"}``.
-    ``{"id": "u1", "name": "Bob", "roles": []}`` is a record, and ``{"errors": []}`` no answer."""
+    ``{"users": [], "total": 68, "offset": 75}``, ``{"matches": [], "request_id": "r-1"}`` or
+    ``{"took": 38, "hits": {"total": 0, "events": []}}``. ``{"id": "u1", "name": "Bob",
+    "roles": []}`` is a record, and ``{"errors": []}`` no answer."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
         return False
-    if type(data) is not dict:
-        return False
+    return type(data) is dict and _envelope(data, 0) == _EMPTY_ANSWER
+
+
+def _envelope(data: dict[str, Any], depth: int) -> int:
+    """``_EMPTY_ANSWER`` for an empty answer in an envelope, ``_ENVELOPE_ONLY`` for fields that
+    only describe the request, ``_DATA`` as soon as a field carries data."""
     found = False
     for key, value in data.items():
-        if type(value) in (list, dict) and not value and key.lower() not in _NOT_ANSWERS:
-            found = True  # the (empty) answer
+        kind = type(value)
+        if kind is list or kind is dict:
+            if not value:
+                found = found or _NOT_ANSWERS.isdisjoint(word.lower() for word in _KEY_WORD.findall(key))
+            elif kind is dict and depth < 3:
+                inner = _envelope(value, depth + 1)  # {"hits": {"total": 0, "events": []}}
+                if inner == _DATA:
+                    return _DATA
+                found = found or inner == _EMPTY_ANSWER
+            elif key.lower() not in _ENVELOPE_LISTS:
+                return _DATA
             continue
         words = [word.lower() for word in _KEY_WORD.findall(key)]
         if not words or words == ["id"] or not all(word in _ENVELOPE_WORDS for word in words):
-            return False  # a field that carries data
-    return found
+            return _DATA  # a field that carries data
+        if kind is str and reports_failure(value):
+            return _DATA  # {"data": [], "status": "error"} is a failure, not an empty answer
+    return _EMPTY_ANSWER if found else _ENVELOPE_ONLY
 
 
 _EMPTY_LITERALS = frozenset({"", "[]", "{}", "null", "none", "nil", "n/a", '""', "''", "[[]]", "no", "nothing", "empty"})
@@ -173,6 +214,28 @@ _PENDING = re.compile(
 )
 _TERMINAL = re.compile(r"\b(succeeded|success|completed?|done|finished|failed|failure|error|cancell?ed|aborted|ready)\b")
 _PENDING_ASCII, _TERMINAL_ASCII = _ascii_twin(_PENDING), _ascii_twin(_TERMINAL)
+
+
+# Words of a reply that did not do what was asked ("old string not found", "Permission denied").
+_FAILURE_WORDS = re.compile(
+    r"\b(?:not found|denied|errors?|fail(?:ed|s|ure)?|invalid|unable|cannot|can't|could not|couldn't|refused|rejected|"
+    r"forbidden|unauthori[sz]ed|missing|conflict|no such|does not exist|not allowed|not permitted)\b"
+)
+
+
+def reports_failure(text: str) -> bool:
+    """True when a short reply says that something went wrong (by its words), though nothing
+    flagged it as a failure."""
+    return _FAILURE_WORDS.search(text[:400].lower()) is not None
+
+
+def is_final(text: str) -> bool:
+    """True when a short output (≤ 400 characters) reports a final state ("FAILED", "done",
+    "ready"): waiting cannot change it, so a poll that keeps getting it is no healthy poll."""
+    if len(text) > 400:
+        return False
+    text = text.lower()
+    return (_TERMINAL_ASCII if text.isascii() else _TERMINAL).search(text) is not None
 
 
 def is_pending(text: str) -> bool:
@@ -302,6 +365,8 @@ _ERROR_WORDS = ("error", "exception", "traceback", "fatal", "failed", "failure",
 _ERROR_INITIALS = frozenset(word[0] for word in _ERROR_WORDS)
 _ERROR_START = re.compile(r"^\W*(" + "|".join(_ERROR_WORDS) + r")\b")
 _ERROR_START_ASCII = _ascii_twin(_ERROR_START)
+# JSON that opens with an empty error field reports no error: {"error": null, "results": [...]}.
+_NO_ERROR_FIELD = re.compile(r'\s*\{\s*"(?:error|errors|exception|failed|failure|failures)"\s*:\s*(?:null|false|""|\[\s*\]|\{\s*\}|0)\s*[,}]')
 _EXIT_CODE = re.compile(r"\[?exit(?:ed)?(?: with)? (?:code|status)[:= ]*([1-9]\d*)\]?")
 
 
@@ -359,9 +424,14 @@ def _inferred_failure(head: str, tail: str, output: Any) -> bool:
     # output that starts like an error starts with one of _ERROR_START's words.
     if head.isascii():
         lead = head.lstrip(_ASCII_NON_WORD)
-        if lead[:1] in _ERROR_INITIALS and lead.startswith(_ERROR_WORDS) and _ERROR_START_ASCII.match(head) is not None:
+        if (
+            lead[:1] in _ERROR_INITIALS
+            and lead.startswith(_ERROR_WORDS)
+            and _ERROR_START_ASCII.match(head) is not None
+            and _NO_ERROR_FIELD.match(head) is None
+        ):
             return True
-    elif _ERROR_START.match(head) is not None:
+    elif _ERROR_START.match(head) is not None and _NO_ERROR_FIELD.match(head) is None:
         return True
     if ("context" in head or "token" in head or "prompt" in head) and _CONTEXT_OVERFLOW.search(head):
         return True

@@ -30,10 +30,11 @@ from .detectors.handoff import Handoff
 from .detectors.near_duplicate import NearDuplicate
 from .detectors.no_progress import NoProgress
 from .detectors.repeat import Repeat
-from .observations import normalize, observe
+from .observations import message_body, observe
 from .policy.compile import CompiledPolicy, CompiledRule, ToolProfile
 from .rules import evaluate_rules
 from .signature import signature_of
+from .tool_names import only_sleeps
 
 _CONTINUE = GuardAction.CONTINUE
 _STOP = GuardAction.STOP
@@ -182,7 +183,10 @@ class Session:
         self._handoff = Handoff(detectors.handoff)
         self._near_duplicate = NearDuplicate(detectors.near_duplicate)
         self._call_detectors = (self._repeat, self._cycle, self._near_duplicate, self._failure)  # judge pending calls
-        self._wait_detectors = (self._failure,)  # a deliberate pause repeats by design and is no step of a loop
+        # A deliberate pause between checks repeats by design and is no step of a loop; pauses
+        # in a row with nothing between are only repeats.
+        self._wait_detectors = (self._failure,)
+        self._waits_in_a_row_detectors = (self._repeat, self._failure)
         self._waited = False  # the latest call was a deliberate wait (kind ``wait``)
         self._memory = RunMemory()
         self._stale: Signal | None = None  # the no_progress signal while its pattern holds
@@ -349,8 +353,8 @@ class Session:
         with self._lock:
             policy = self._current_policy()
             text = _text(text)
-            # Case, spacing and volatile parts ("attempt 3", ids, times) never make a message new.
-            body = normalize(text[:2048])
+            # Case, spacing, counters and times never make a message new ("Attempt 3: ...").
+            body = message_body(text)
             agent = None if agent is None else _text(agent)
             name = f"message:{agent or 'agent'}"
             record = self._record(ToolCall(name, {"text": body}, agent=agent), policy.tool_profile(name))
@@ -407,7 +411,10 @@ class Session:
         # result arrives (after_call): pending calls that never return must not push out
         # the history of calls that did.
         stats = self._memory.signatures.get(signature.key) or SignatureStats()
-        record = CallRecord(self._calls, self._steps, signature, stats, profile.kind, call.agent, profile.pending_patience)
+        kind = profile.kind
+        if profile.runs_commands and only_sleeps(signature.arguments):
+            kind = "wait"  # a command that only sleeps ("sleep 20") is a deliberate wait
+        record = CallRecord(self._calls, self._steps, signature, stats, kind, call.agent, profile.pending_patience)
         if profile.hands_off:
             record.handoff_target = _handoff_target(signature.arguments)
         return record
@@ -417,10 +424,14 @@ class Session:
         profile = policy.tool_profile(name)
         record = self._record(call, profile)
         waits = record.tool_kind == "wait"
-        if self._waited is not waits:
+        waited = self._waited
+        if waited is not waits:
             self._waited = waits
             if not waits and record.tool_kind not in _NEVER_POLLS:
                 record.tool_kind = "poll"  # the call after a deliberate wait checks on what was waited for
+                if record.pending_patience is None:
+                    # A poll only by the wait before it: half the patience of a declared one.
+                    record.pending_patience = max(1, self._no_progress.config.poll_patience // 2)
         self._calls += 1
         self._steps += 1
         run, turn = self.run, self.turn
@@ -435,7 +446,7 @@ class Session:
             outcome = evaluate_rules(
                 rules,
                 {"tool": name, "arguments": record.signature.arguments, "id": call.id, "agent": call.agent},
-                lambda: self._condition_names(call, record, rules),
+                lambda: self._condition_names(call, record, rules, profile.kind),
                 self._rule_budget_count,
                 policy.mode,
             )
@@ -456,7 +467,7 @@ class Session:
         stale = self._stale
         if stale is not None:
             signals.append(stale)  # no progress holds until a result brings something new
-        for detector in self._wait_detectors if waits else self._call_detectors:
+        for detector in self._call_detectors if not waits else self._waits_in_a_row_detectors if waited else self._wait_detectors:
             signal = detector.pending(record, memory)
             if signal is not None:
                 signals.append(signal)
@@ -556,10 +567,11 @@ class Session:
     def _rule_budget_count(self, rule: CompiledRule) -> int:
         return self._rule_budgets.get((rule.id, self._scope_key(rule.spec.scope)), 0)
 
-    def _condition_names(self, call: ToolCall, record: CallRecord, rules: tuple[CompiledRule, ...]) -> dict[str, Any]:
+    def _condition_names(self, call: ToolCall, record: CallRecord, rules: tuple[CompiledRule, ...], kind: str) -> dict[str, Any]:
         """The names ``when`` conditions see. Only the roots and attributes the rules read are
         built (simpleeval inspects every value it is given, so less is faster), each a copy,
-        so a condition can never change run state."""
+        so a condition can never change run state. ``kind`` is the tool's kind as the policy
+        gives it (the detectors may treat one call otherwise, e.g. as a poll after a wait)."""
         wanted: dict[str, set[str] | None] = {}
         for rule in rules:
             if rule.when is None:
@@ -571,12 +583,12 @@ class Session:
                     wanted.setdefault(root, set()).update(attributes)  # type: ignore[union-attr]
         names: dict[str, Any] = {}
         for root, attributes in wanted.items():
-            full = self._condition_root(root, call, record)
+            full = self._condition_root(root, call, record, kind)
             if full is not None:
                 names[root] = full if attributes is None else {key: full[key] for key in attributes if key in full}
         return names
 
-    def _condition_root(self, root: str, call: ToolCall, record: CallRecord) -> dict[str, Any] | None:
+    def _condition_root(self, root: str, call: ToolCall, record: CallRecord, kind: str) -> dict[str, Any] | None:
         if root == "run":
             return {**self.run.as_names(), "turns": self.turn_index}
         if root == "turn":
@@ -584,7 +596,7 @@ class Session:
         if root == "tool":
             return {
                 "name": call.name,
-                "kind": record.tool_kind,
+                "kind": kind,
                 "calls": self.run.per_tool.get(call.name, 0),
                 "turn_calls": self.turn.per_tool.get(call.name, 0),
             }

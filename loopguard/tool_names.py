@@ -24,7 +24,10 @@ from typing import Any
 
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 #: Words a pure wait's name may add to "wait" or "sleep" ("wait_seconds", "sleep_ms").
-_WAIT_UNITS = frozenset({"s", "sec", "secs", "second", "seconds", "ms", "millis", "milliseconds", "min", "mins", "minute", "minutes", "for", "a", "while", "time"})
+_WAIT_VERBS = frozenset({"wait", "sleep"})
+#: Words that may come before the verb of a pure wait: namespaces of common tool servers.
+_WAIT_PREFIXES = frozenset({"time", "mcp", "tools", "tool", "util", "utils", "system", "sys", "builtin", "functions", "default", "do"})
+_WAIT_UNITS = frozenset({"s", "sec", "secs", "second", "seconds", "ms", "millis", "milliseconds", "for", "a", "while"})
 #: First words of tool names that change state (their replies acknowledge their own call).
 _WRITE_VERBS = frozenset(
     "add append apply approve archive assign book cancel change close comment commit copy create delete disable edit enable "
@@ -36,7 +39,11 @@ _COMMAND_ARGUMENTS = ("command", "cmd", "script", "shell", "commands")
 #: Arguments that hold code to run (a "code" argument is code only where sleeping is in question).
 _SCRIPT_ARGUMENTS = frozenset(_COMMAND_ARGUMENTS) | {"code"}
 # A sleep in a shell command or a script: "sleep 60; dig ...", "time.sleep(5)", "Start-Sleep -s 5".
-_SLEEP = re.compile(r"(?<![\w.-])sleep\s+\d|\b(?:time|asyncio)\.sleep\s*\(|\bstart-sleep\b", re.IGNORECASE)
+_ONLY_SLEEP = re.compile(r"\s*sleep\s+(?:\d+(?:\.\d+)?|\.\d+)[smhd]?\s*;?\s*", re.IGNORECASE)
+# In command position only: "sleep 60; dig ...", "make && sleep .5 && curl", not "grep 'sleep 5'".
+_SLEEP = re.compile(
+    r"(?:^|[;&|(\n]|\bthen\b|\bdo\b)\s*(?:sleep\s+\.?\d|start-sleep\b)|\b(?:time|asyncio)\.sleep\s*\(", re.IGNORECASE
+)
 
 
 #: Characters of a tool name that are read (the memo must not keep huge names alive).
@@ -61,12 +68,18 @@ def inferred_kind(tool: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _inferred_kind(name: str) -> str:
+    # A namespaced name ("time__sleep", "mcp__time__sleep", "browser.wait_for") is read by
+    # its own words; a server or toolkit prefix says nothing about waiting.
     words = _name_words(name)
-    if not words or words[0] not in ("wait", "sleep", "pause", "delay"):
+    verb = next((index for index, word in enumerate(words) if word in _WAIT_VERBS), None)
+    if verb is None:
         return "other"
-    if all(word in _WAIT_UNITS or word.isdigit() for word in words[1:]):
-        return "wait" if words[0] in ("wait", "sleep") or len(words) == 1 else "other"
-    return "poll" if words[0] == "wait" and words[1:2] in (("for",), ("until",)) else "other"
+    rest = words[verb + 1 :]
+    if all(word in _WAIT_UNITS or word.isdigit() for word in rest) and all(word in _WAIT_PREFIXES for word in words[:verb]):
+        return "wait"  # "wait", "sleep_ms", "time_sleep", "mcp__time__sleep", "wait_for"
+    if rest[:1] in (("for",), ("until",)):
+        return "poll"  # waits for something and reports it: "wait_for_job", "browser_wait_for_text"
+    return "other"
 
 
 def writes_by_name(tool: str) -> bool:
@@ -82,12 +95,26 @@ def runs_command(tool: str, arguments: Any) -> bool:
     return not _COMMAND_TOOL_WORDS.isdisjoint(name_words(tool))
 
 
+def only_sleeps(arguments: Any) -> bool:
+    """True when the call's command does nothing but sleep (``sleep 20``): a deliberate wait."""
+    if type(arguments) is not dict:
+        return False
+    command = next((arguments[key] for key in _COMMAND_ARGUMENTS if key in arguments), None)
+    return type(command) is str and _ONLY_SLEEP.fullmatch(command) is not None
+
+
 def sleeps(tool: str, arguments: Any) -> bool:
     """True when the call runs a command or script that sleeps before whatever else it runs
     (a timed poll). Only commands count: a search for "sleep 8 hours" is no pause."""
     if type(arguments) is not dict:
         return False
+    command_tool: bool | None = None
     for key, value in arguments.items():
         if type(value) is str and "leep" in value and _SLEEP.search(value) is not None:
-            return key in _SCRIPT_ARGUMENTS or not _COMMAND_TOOL_WORDS.isdisjoint(name_words(tool))
+            if key in _SCRIPT_ARGUMENTS:
+                return True
+            if command_tool is None:
+                command_tool = not _COMMAND_TOOL_WORDS.isdisjoint(name_words(tool))
+            if command_tool:
+                return True
     return False

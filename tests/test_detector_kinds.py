@@ -210,7 +210,7 @@ def test_a_test_rerun_after_an_edit_is_not_blocked(policy, tmp_path: Path) -> No
     assert signals_at(report, 4) == {"repeat/interleaved_repeat"} and report.verdict.value == "warn"
 
 
-def test_handoff_receipts_are_no_news(policy, tmp_path: Path) -> None:
+def test_handoffs_with_work_between_are_healthy_and_the_same_handoff_again_is_not(policy, tmp_path: Path) -> None:
     def to(agent: str, by: str) -> dict[str, Any]:
         return step("transfer_to_agent", {"agent_name": agent}, f"control transferred to {agent}", agent=by)
 
@@ -229,7 +229,11 @@ def test_handoff_receipts_are_no_news(policy, tmp_path: Path) -> None:
         to("supervisor", "writer"),
         step("publish", {"draft": "v2"}, "published", agent="supervisor"),
     ])
-    assert report.verdict.value == "continue"
+    # The 3rd transfer back to the supervisor is a repeat (a warning); the same receipt from
+    # it is no stale streak of its own, since work came between.
+    assert report.verdict.value == "warn" and first(report) is None
+    again = replay(policy, tmp_path, [to("billing", "triage") for _ in range(6)])
+    assert first(again) == (2, "stop")
 
 
 # -- what names and arguments say ---------------------------------------------------------
@@ -247,3 +251,75 @@ def test_tool_names_and_arguments_read_without_traits() -> None:
     assert sleeps("python", {"code": "import time\ntime.sleep(5)\nprint(status())"})
     assert not sleeps("search", {"q": "sleep 8 hours a night"})  # only commands sleep
     assert not sleeps("bash", {"command": "echo asleep 5"})
+
+
+# -- what a break-it review found ----------------------------------------------------------
+
+
+def test_rules_see_the_kind_the_policy_gives_not_the_poll_after_a_wait(tmp_path: Path) -> None:
+    from loopguard import Guard, ToolCall, ToolResult
+
+    path = tmp_path / "loopguard.yml"
+    path.write_text(
+        "version: 1\nextends: builtin:default\ntools:\n  export_table: {kind: read}\n  sleep: {kind: other}\n"
+        "rules:\n  - id: no-read-export\n    tool: export_table\n    when: \"tool.kind == 'read'\"\n"
+        "    verdict: block\n    message: exports are not reads here\n"
+    )
+    guard = Guard.from_policy(path)
+    session = guard.session()
+    wait = ToolCall("wait", {"seconds": 1}, id="1")
+    session.before_call(wait)
+    session.after_call(wait, ToolResult("waited 1s"))
+    decision = session.before_call(ToolCall("export_table", {"table": "t"}, id="2"))
+    assert (decision.verdict.kind.value, decision.rule) == ("block", "no-read-export")
+    # A kind written in the policy is used as written, even 'other': no inference from the name.
+    assert (guard.policy.tool_profile("sleep").kind, guard.policy.tool_profile("wait").kind) == ("other", "wait")
+
+
+def test_messages_that_differ_in_what_they_name_or_share_no_words_are_not_rewordings(policy, tmp_path: Path) -> None:
+    narrated = []
+    for quarter in range(1, 5):
+        narrated += [
+            step(None, output=f"Loading report_q{quarter}.csv next.", agent="analyst"),
+            step("load_csv", {"path": f"report_q{quarter}.csv"}, "" if quarter == 2 else f"{1000 * quarter} rows", agent="analyst"),
+        ]
+    assert replay(policy, tmp_path, narrated).verdict.value == "continue"
+    chat = [step(None, output=text, agent="bot") for text in ("好的，我来查一下。", "请稍等，我正在处理。", "👍", "🙂")]
+    assert replay(policy, tmp_path, chat).verdict.value == "continue"
+
+
+def test_an_identical_message_with_a_pending_word_is_a_monologue_not_a_poll(policy, tmp_path: Path) -> None:
+    report = replay(policy, tmp_path, [step(None, output="Still waiting for the deployment to finish.", agent="ops") for _ in range(5)])
+    assert first(report) == (2, "stop")
+
+
+def test_a_command_that_only_mentions_sleep_is_no_poll(policy, tmp_path: Path) -> None:
+    grep = {"command": "grep -rn 'sleep 5' src/"}
+    report = replay(policy, tmp_path, [step("bash", grep, "src/run.sh:4: sleep 5") for _ in range(4)])
+    assert first(report) == (2, "stop")
+    assert not sleeps("bash", {"command": "git commit -m 'add sleep 2 before retry'"})
+    assert sleeps("bash", {"command": "make && sleep .5 && curl -s localhost:8080/health"})
+
+
+def test_a_poll_made_by_waits_is_stuck_after_half_the_poll_patience(policy, tmp_path: Path) -> None:
+    steps = []
+    for _ in range(14):
+        steps += [step("wait", {"seconds": 30}, "waited 30s"), step("get_deploy", {"id": "d-9"}, '{"id": "d-9", "replicas": "2/4"}')]
+    report = replay(policy, tmp_path, steps)
+    # 10 identical answers are tolerated (half the poll patience of a declared poll): the 11th
+    # (step 21) is stale, and the 12th check is a repeat that brings nothing new either.
+    assert first(report) == (23, "stop")
+    assert signals_at(report, 23) == {"repeat/identical_call", "no_progress/stalled_poll"}
+
+
+def test_a_write_tool_reply_that_reports_a_failure_is_no_acknowledgement(policy, tmp_path: Path) -> None:
+    edits = [step("edit_file", {"path": "app.py", "old": f"x = {n}", "new": "x = 0"}, "old string not found in app.py") for n in range(4)]
+    report = replay(policy, tmp_path, edits)
+    assert signals_at(report, 1) == {"no_progress/same_output"} or signals_at(report, 2) >= {"no_progress/same_output"}
+    assert report.verdict.value == "warn"
+
+
+def test_an_empty_error_field_is_no_failure() -> None:
+    assert observe('{"error": null, "results": [1, 2]}').error is False
+    assert observe('{"failed": [], "status": "ok"}').error is False
+    assert observe('{"error": "token expired"}').error is True

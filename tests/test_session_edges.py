@@ -278,5 +278,5 @@ def test_condition_roots_have_exactly_the_attributes_check_knows() -> None:
     session = Guard.from_policy("builtin:default").session()
     call = ToolCall("search", {"q": "x"}, id="c1")
     record = CallRecord(0, 0, signature_of("search", {"q": "x"}), SignatureStats())
-    built = {root: set(session._condition_root(root, call, record)) for root in CONDITION_ATTRIBUTES}
+    built = {root: set(session._condition_root(root, call, record, "other")) for root in CONDITION_ATTRIBUTES}
     assert built == {root: set(attributes) for root, attributes in CONDITION_ATTRIBUTES.items()}

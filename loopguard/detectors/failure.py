@@ -56,7 +56,7 @@ class Failure:
         if stats.last_failure is None or not stats.failures:
             return None
         count = max(stats.failures.values())
-        if stats.last_failure == DETERMINISTIC and count <= self.config.attempts and _news_since_failure(stats, memory):
+        if stats.last_failure == DETERMINISTIC and count <= self.config.attempts and record.tool_kind != "write" and _news_since_failure(stats, memory):
             return None  # something changed since it failed (an edit, new data): one more try may work
         if record.tool_kind == "write" and stats.last_failure != RETRYABLE:
             # An identical write after a failure escalates faster: it may have half-applied.

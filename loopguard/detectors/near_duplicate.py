@@ -43,6 +43,8 @@ _THROWAWAY_KEYS = frozenset(
         "seed", "uuid", "correlation_id", "correlationid", "client_request_id",
     }
 )
+#: Last words that make any key a throwaway ("request_ts", "client_nonce", "trace_uuid").
+_THROWAWAY_WORDS = frozenset({"nonce", "ts", "timestamp", "uuid", "guid", "cachebuster"})
 _VOLATILE_VALUE = re.compile(
     r"^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{12,}|\d{10,}|"
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)$"
@@ -94,6 +96,14 @@ class _KeyKind:
 
 
 _ORDINARY = _KeyKind(_NONE)
+_THROWAWAY_KIND = _KeyKind(_THROWAWAY, marks_shape=True)
+#: What a range's bounds may count, besides nothing ("offset"): a bound of anything else
+#: (a year, a price, an account, a time) is a filter, not a position in the data.
+_POSITION_WORDS = frozenset(
+    "line lines byte bytes char chars character characters index idx row rows item items record records result "
+    "results entry entries position pos at page cursor hit hits message messages chunk chunks block blocks num "
+    "number no n k".split()
+)
 
 #: Kinds of the key names seen, so that ``_plain`` pays one dict lookup per key. Bounded
 #: (cleared when full) because key names come from the agent and may be unbounded.
@@ -122,6 +132,8 @@ def _classify(key: str) -> _KeyKind:
     if key.lower() in _THROWAWAY_KEYS:
         return _KeyKind(_THROWAWAY, marks_shape=True)
     words = tuple(word.lower() for word in _KEY_WORD.findall(key))
+    if "_".join(words) in _THROWAWAY_KEYS or "".join(words) in _THROWAWAY_KEYS or "_".join(words[-2:]) in _THROWAWAY_KEYS:
+        return _KeyKind(_THROWAWAY, marks_shape=True)  # "Idempotency-Key", "requestId", "X-Request-Id"
     if words in _PAGE_NAMES:
         return _KeyKind(_PAGE, marks_shape=True)
     if words in _BOUNDS_LIST_NAMES:
@@ -130,6 +142,10 @@ def _classify(key: str) -> _KeyKind:
         return _ORDINARY
     edges = {words[0], words[-1]}
     qualifier = frozenset(words) - _RANGE_WORDS
+    if not edges.isdisjoint(_RANGE_WORDS) and not all(word in _POSITION_WORDS or word.isdigit() for word in qualifier):
+        # A bound of something that is not a position: start_year/end_year, price_from,
+        # from_account/to_account, start_time are filters; narrowing one is a new query.
+        return _throwaway_or_ordinary(words)
     # A name with two role words is a high bound before a low one ("end_offset" ends the
     # range that "start_offset" starts) and a low one before a length ("skip_count").
     if not edges.isdisjoint(_HIGH_WORDS):
@@ -138,7 +154,12 @@ def _classify(key: str) -> _KeyKind:
         return _KeyKind(_LOW, qualifier, marks_shape=True)
     if not edges.isdisjoint(_LENGTH_WORDS):
         return _KeyKind(_LENGTH, qualifier)
-    return _ORDINARY
+    return _throwaway_or_ordinary(words)
+
+
+def _throwaway_or_ordinary(words: tuple[str, ...]) -> _KeyKind:
+    """A key that is no range bound: throwaway by its last word ("request_ts", "client_nonce"), else ordinary."""
+    return _THROWAWAY_KIND if words[-1] in _THROWAWAY_WORDS else _ORDINARY
 
 
 @dataclass(slots=True)
@@ -286,9 +307,28 @@ def shape_of(record: CallRecord) -> _Shape:
                 text_keys.append(key)
                 words |= _words(value)
                 continue
-        exact.append((key, value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)[:500]))
+        exact.append((key, value if isinstance(value, (str, int, float, bool, type(None))) else repr(_stable(value, 0))[:500]))
     structure = (record.tool, tuple(exact), tuple(text_keys), span is not None)
     return _Shape(record.signature.key, structure, frozenset(words), span, "" if span is None else f"{span[0]:g}–{span[1]:g}")
+
+
+def _stable(value: Any, depth: int) -> Any:
+    """A nested argument without its throwaway parts: throwaway keys dropped and volatile
+    strings replaced, so ``{"headers": {"Idempotency-Key": <uuid>}}`` compares equal across
+    calls. Bounded: only the first 50 items of each level, 4 levels deep."""
+    if depth >= 4:
+        return "…"
+    if isinstance(value, dict):
+        return {
+            key: _stable(item, depth + 1)
+            for key, item in list(value.items())[:50]
+            if _kind_of(key).role != _THROWAWAY
+        }
+    if isinstance(value, list):
+        return [_stable(item, depth + 1) for item in value[:50]]
+    if isinstance(value, str) and _is_volatile(value.strip()):
+        return "<volatile>"
+    return value
 
 
 def _is_volatile(value: str) -> bool:
@@ -328,15 +368,27 @@ def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
     return len(left & right) / len(left | right)
 
 
-class _Said:
-    """What one agent wrote since the last news: its latest messages' word sets, and how many
-    of its messages reworded an earlier one."""
+#: Words a message needs to be compared for rewording (short status lines share too many).
+MESSAGE_WORDS = 5
+_MESSAGE_WORD = re.compile(r"\w+")
 
-    __slots__ = ("words", "rewordings")
+
+def _message_words(text: str) -> frozenset[str]:
+    """The content words of a message, in any script (a CJK sentence is one word)."""
+    return frozenset(word for word in _MESSAGE_WORD.findall(text) if word not in _STOPWORDS)
+
+
+class _Said:
+    """What one agent wrote since the last news: its latest messages' word sets, how many of
+    its messages reworded an earlier one, and how many came in a row with no tool call."""
+
+    __slots__ = ("words", "rewordings", "in_a_row", "calls_at")
 
     def __init__(self, window: int) -> None:
         self.words: deque[frozenset[str]] = deque(maxlen=window)
         self.rewordings = 0
+        self.in_a_row = 0
+        self.calls_at = -1  # the run's tool-call count at the agent's latest message
 
 
 class NearDuplicate:
@@ -396,12 +448,14 @@ class NearDuplicate:
         return None
 
     def message(self, record: CallRecord, text: str, memory: RunMemory) -> Signal | None:
-        """Judge an agent's message (``record`` is its pseudo-call ``message:AGENT``): a message
-        whose word set overlaps one the agent wrote since the last news by at least
-        ``message_similarity`` rewords it, so it can only repeat what is known
-        (``record.repeats_known``). When ``repeats`` messages since the last news are one
-        message and its rewordings, the signal is ``reworded_message``: each restates
-        something said before, even where two rewordings share fewer words with each other.
+        """Judge an agent's message (``record`` is its pseudo-call ``message:AGENT``).
+
+        A message of at least :data:`MESSAGE_WORDS` words whose word set overlaps one the agent
+        wrote since the last news by at least ``message_similarity`` rewords it; so does any
+        message after ``repeats`` messages in a row with no tool call (a monologue: the agent
+        says what it will do and never does it). Either can only repeat what is known
+        (``record.repeats_known``). ``repeats`` messages that are one message and its
+        rewordings make a ``reworded_message`` signal.
         """
         if memory.novel_results != self._messages_at:
             self._messages.clear()  # news since: earlier messages no longer count
@@ -411,8 +465,14 @@ class NearDuplicate:
         if said is None:
             said = _Said(self._window)
             self._messages.put(tool, said)
-        words, similarity = _words(text), self._message_similarity
-        rewords = any(_jaccard(earlier, words) >= similarity for earlier in said.words)
+        # In a row: no tool call since the agent's previous message (record.index counts calls).
+        said.in_a_row = said.in_a_row + 1 if said.calls_at == record.index else 1
+        said.calls_at = record.index
+        words = _message_words(text)
+        similarity = self._message_similarity
+        rewords = said.in_a_row > self._repeats or (
+            len(words) >= MESSAGE_WORDS and any(_jaccard(earlier, words) >= similarity for earlier in said.words)
+        )
         said.words.append(words)
         record.repeats_known = rewords
         if not rewords:
@@ -425,7 +485,7 @@ class NearDuplicate:
             self.name,
             "reworded_message",
             self._weight,
-            f"{record.agent or 'the agent'} has written the same message in other words {similar} times since anything new happened",
+            f"{record.agent or 'the agent'} has said the same thing {similar} times since anything new happened, without acting on it",
             {"call": record.index, "similar_messages": similar},
         )
 

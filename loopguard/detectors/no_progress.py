@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..decisions import Signal
 from ..policy.schema import NoProgressDetector
-from ..observations import Observation, is_acknowledgement, is_pending
+from ..observations import Observation, is_acknowledgement, is_final, is_pending, reports_failure
 from .base import BoundedMap, CallRecord, RunMemory, describe, polls
 from ..tool_names import runs_command, writes_by_name
 
@@ -111,9 +111,12 @@ def _quiet_success(record: CallRecord) -> bool:
 
 def _acknowledges(record: CallRecord, observation: Observation) -> bool:
     """Whether an output that another call also got only acknowledges this call: an
-    acknowledgement ("sent", ``true``), or any short reply of a tool whose name says it
-    changes state ("applied 1 edit" from ``edit_file`` on two files)."""
-    return is_acknowledgement(observation.text) or (len(observation.text) <= _REPLY_LIMIT and writes_by_name(record.signature.tool))
+    acknowledgement ("sent", ``true``), or a short reply of a tool whose name says it changes
+    state ("applied 1 edit" from ``edit_file`` on two files) that reports no failure."""
+    text = observation.text
+    return is_acknowledgement(text) or (
+        len(text) <= _REPLY_LIMIT and writes_by_name(record.signature.tool) and not reports_failure(text)
+    )
 
 
 class NoProgress:
@@ -157,10 +160,8 @@ class NoProgress:
         """
         observation = record.observation
         assert observation is not None
-        if record.tool_kind in _NO_NEWS or record.handoff_target is not None:
-            # A scratchpad, a pause or a handoff's receipt brings no information from the world,
-            # and takes none away (the handoff detector judges handoffs).
-            return None, False
+        if record.tool_kind in _NO_NEWS:
+            return None, False  # a scratchpad or a pause brings no information from the world, and takes none away
         stats = record.stats
         tool = record.signature.tool
         seen = self._seen.get(tool)
@@ -190,7 +191,8 @@ class NoProgress:
             own_stale = last is not None and last.error and last.shape == observation.shape
         elif (
             (repeated_output or maybe_identical)
-            and (polls(record) or is_pending(observation.text))
+            and environment  # an agent's message is no poll
+            and ((inferred := polls(record) and not is_final(observation.text)) or is_pending(observation.text))
             and (repeated_output or (identical := observation.same_as(last)))
         ):
             # Only a repeated observation can be a stalled poll, so the pending test runs rarely.
@@ -198,6 +200,8 @@ class NoProgress:
                 identical = observation.same_as(last)
             stats.identical_pending = stats.identical_pending + 1 if identical else 0
             patience = record.pending_patience or self.config.poll_patience
+            if inferred and record.tool_kind != "poll" and not is_pending(observation.text):
+                patience = max(1, patience // 2)  # a poll only by a wait or a sleep, saying no pending state
             own_stale = stale = stats.identical_pending >= patience
             stats.polling = not stale
             kind = "stalled_poll"
@@ -213,8 +217,10 @@ class NoProgress:
             # A new call's acknowledgement ("sent", "ok", true) confirms that call even when
             # other calls got the same one. A call that has had results before gets no such
             # pass: the bucket may have forgotten its own earlier output (a repeated fan-out).
-            own_stale = repeated_output == _FROM_SAME_CALL
-            stale = own_stale or (
+            # Silence of a command is its success, and a handoff's receipt is no answer: neither
+            # makes the call's own streak (the run's streak still counts them).
+            own_stale = repeated_output == _FROM_SAME_CALL and not observation.empty and record.handoff_target is None
+            stale = repeated_output == _FROM_SAME_CALL or (
                 repeated_output == _FROM_OTHER_CALL and (stats.results > 0 or not _acknowledges(record, observation))
             )
             stats.identical_pending = 0
@@ -235,7 +241,7 @@ class NoProgress:
             memory.stale_streak += 1
         elif environment:
             memory.stale_streak = 0
-            if not observation.error:
+            if not observation.error and kind != "stalled_poll":  # a poll's same answer is no news
                 memory.novel_results += 1
         # (An agent's own message that is new is no news from the world: the streak holds.)
 

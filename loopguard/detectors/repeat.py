@@ -3,9 +3,9 @@
 Counts occurrences of the pending call's signature among the last ``window`` calls
 with a ring buffer and a counter, so the cost per call is O(1). A repeat whose
 results keep advancing (a poll that moves from queued to running to done) or whose
-latest result was a retryable failure (429, 503), or that is a poll still reporting a
-pending state within the poll patience, is healthy and raises no signal; so is a poll
-(a ``poll`` tool, the call right after a deliberate wait, or a command that sleeps first).
+latest result was a retryable failure (429, 503), or that is a poll still within the poll
+patience (a pending state repeated; for a poll, see :func:`~.base.polls`, any output
+repeated), is healthy and raises no signal.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections import deque
 
 from ..decisions import Signal
 from ..policy.schema import RepeatDetector
-from .base import CallRecord, RunMemory, describe, polls
+from .base import CallRecord, RunMemory, describe
 
 
 class Repeat:
@@ -46,8 +46,7 @@ class Repeat:
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
         key = record.signature.key
         counts = self._counts
-        occurrences = counts.get(key, 0) + 1
-        counts[key] = occurrences
+        counts[key] = counts.get(key, 0) + 1
         self._run_length = self._run_length + 1 if key == self._last else 1
         self._last = key
         threshold = self._threshold
@@ -61,9 +60,8 @@ class Repeat:
                 counts[old] = remaining
             else:
                 del counts[old]
-        if occurrences < threshold or not self._active or polls(record) or record.handoff_target is not None:
-            # A poll repeats by design (no_progress judges whether it is stalled); handoffs
-            # are the handoff detector's to judge.
+        occurrences = counts[key]  # within the window, the pending call included
+        if occurrences < threshold or not self._active:
             return None
         stats = record.stats
         if stats.advancing or stats.polling or stats.last_failure == "retryable":

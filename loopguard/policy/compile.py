@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..decisions import GuardAction, Signal
-from ..tool_names import inferred_kind
+from ..tool_names import inferred_kind, runs_command
 from .expressions import CompiledCondition, CompiledMatch, compile_condition, compile_match
 from .schema import Budget, Budgets, Detectors, Policy, Pricing, Rule, Scoring, Thresholds, ToolTraits
 
@@ -58,9 +58,12 @@ class ToolProfile:
     """Everything the policy says about one tool name, looked up once per name.
 
     Attributes:
-        kind: the ``kind`` trait (``other`` when the policy says nothing).
+        kind: the ``kind`` trait (``other`` when the policy says nothing; see
+            :func:`loopguard.tool_names.inferred_kind`).
         pending_patience: identical pending observations tolerated, if the traits set it.
         hands_off: calls hand control to another agent (``kind: handoff`` or a handoff-like name).
+        runs_commands: the tool's name says it runs shell commands (``bash``, ``run_cmd``): a
+            call whose command only sleeps is then a wait.
         rules: the rules whose ``tool`` matches, in file order.
         budgets: the per-tool budgets ``(key, budget)`` that apply.
     """
@@ -70,6 +73,7 @@ class ToolProfile:
     hands_off: bool
     rules: tuple["CompiledRule", ...]
     budgets: tuple[tuple[str, Budget], ...]
+    runs_commands: bool = False
 
 
 class _NameTable:
@@ -189,13 +193,15 @@ class CompiledPolicy:
         found = self._profiles.get(tool)
         if found is None:
             traits = self.tool_traits(tool)
-            kind = traits.kind if traits is not None and traits.kind != "other" else inferred_kind(tool)
+            # A kind the policy writes is used as written (even "other"); else the name's.
+            kind = traits.kind if traits is not None and "kind" in traits.model_fields_set else inferred_kind(tool)
             found = ToolProfile(
                 kind=kind,
                 pending_patience=traits.pending_patience if traits is not None else None,
                 hands_off=kind == "handoff" or tool.lower().startswith(HANDOFF_PREFIXES),
                 rules=self.rules_for(tool),
                 budgets=self.tool_budgets(tool),
+                runs_commands=kind == "other" and runs_command(tool, None),
             )
             if len(self._profiles) < 4096:
                 self._profiles[tool] = found

@@ -35,8 +35,9 @@ class ToolTraits(_Model):
             "read: no side effects; write: changes state (an identical write after a failure "
             "escalates faster); poll: repetition with a pending status is healthy; wait: a deliberate pause "
             "(the call after it is a poll); search: a query; compute: pure computation; think: a scratchpad "
-            "with no effect; handoff: passes control to another agent; other: unknown (the default; a tool "
-            "named wait or sleep is then a wait, and one named wait_for_* or wait_until_* a poll)."
+            "with no effect; handoff: passes control to another agent; other: unknown. Without a kind, a "
+            "tool named wait or sleep (time_sleep, wait_seconds) is a wait, one named wait_for_* or "
+            "wait_until_* a poll, any other other."
         ),
     )
     pending_patience: int | None = Field(
