@@ -20,6 +20,7 @@ from typing import Any, Sequence, TextIO
 
 import yaml
 
+from . import __version__
 from .policy import PolicyError, PolicyIOError, Problem, check_policy, explain_policy
 from .policy.load import Explanation, policy_json_schema
 
@@ -51,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="loopguard", description="Runtime guard for LLM agents, declared in loopguard.yml.")
+    parser.add_argument("--version", action="version", version=f"loopguard {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     check = commands.add_parser("check", help="validate policy files", description="Validate policy files; exit 1 when any has problems.")

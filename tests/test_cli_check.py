@@ -164,3 +164,13 @@ def test_explain_yaml_is_valid_yaml(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["explain", "builtin:strict"]) == 0
     assert yaml.safe_load(capsys.readouterr().out) == explain_policy("builtin:strict").data
+
+
+def test_version_is_printed() -> None:
+    import subprocess
+    import sys
+
+    from loopguard import __version__
+
+    done = subprocess.run([sys.executable, "-m", "loopguard", "--version"], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, f"loopguard {__version__}\n")

@@ -33,6 +33,11 @@ CASES: dict[str, tuple[str | None, bool, list[str]]] = {
         "bad/unknown_attribute.yml:5:16: LG304: unknown attribute run.toolcalls in condition (known: cost_usd, failures, per_tool, steps, "
         "tokens, tool_calls, turns) (hint: did you mean 'tool_calls'?)",
     ]),
+    "nested_quotes.yml": (None, False, [
+        "bad/nested_quotes.yml:5:31: LG101: invalid YAML: expected <block end>, but found '<scalar>' (while parsing a block mapping at line 3) "
+        "(hint: a quoted value ends at its next matching quote: put a value that holds double quotes in single quotes "
+        "(message: 'say \"please\" first'), or double a single quote inside single quotes ('it''s'))",
+    ]),
     "tab_indent.yml": (None, False, [
         "bad/tab_indent.yml:4:1: LG102: tab character in indentation; YAML indents with spaces only (hint: replace the tab with spaces)",
     ]),

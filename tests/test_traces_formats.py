@@ -81,6 +81,13 @@ def test_error_message_string_marks_failure_and_becomes_output() -> None:
     assert result.result.error is True and result.result.output == "no rule to make target"
 
 
+def test_error_written_as_text_true_or_false_is_the_boolean() -> None:
+    steps = [{"tool": "t", "args": {"n": n}, "output": "done", "error": flag} for n, flag in enumerate(("false", "True", " ", "boom"))]
+    [run] = parse_trace(steps)
+    results = [item.result for item in run.items if isinstance(item, TraceToolResult)]
+    assert [(result.error, result.output) for result in results] == [(False, "done"), (True, "done"), (None, "done"), (True, "done")]
+
+
 def test_user_and_usage_keys_in_steps() -> None:
     [run] = parse_trace([{"user": "hi"}, {"usage": {"prompt_tokens": 10, "completion_tokens": 2}, "tool": "t"}])
     assert kinds(run.items) == ["UserMessage", "ModelCall", "TraceToolCall", "TraceToolResult"]

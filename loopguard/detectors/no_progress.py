@@ -252,7 +252,7 @@ class NoProgress:
             detector=self.name,
             kind=kind,
             score=self.config.weight,
-            message=f"{record.tool} {what}; the last {memory.stale_streak} results brought nothing new",
+            message=f"{record.tool if environment else record.agent or 'the agent'} {what}; the last {memory.stale_streak} results brought nothing new",
             evidence={"call": record.index, "stale_results": memory.stale_streak},
         )
         return signal, stale

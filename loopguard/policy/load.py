@@ -122,6 +122,10 @@ class _Problems:
 
 _INDENTATION_HINT = "check this line's indentation: keys of one mapping line up, and a nested value is indented under its key"
 # Hints for PyYAML's usual syntax errors, by the words of its message.
+_NESTED_QUOTES_HINT = (
+    "a quoted value ends at its next matching quote: put a value that holds double quotes in single quotes "
+    "(message: 'say \"please\" first'), or double a single quote inside single quotes ('it''s')"
+)
 _YAML_HINTS = {
     "expected <block end>": _INDENTATION_HINT,
     "did not find expected key": _INDENTATION_HINT,
@@ -197,6 +201,11 @@ class _Reader:
             message += f" ({error.context} at line {context.line + 1})"
         origin = self.origin(mark) if mark is not None else Origin(self.file, 1, 1)
         hint = next((hint for phrase, hint in _YAML_HINTS.items() if phrase in message), None)
+        text = self.lines[line] if 0 <= line < len(self.lines) else ""
+        column = mark.column if mark is not None else 0
+        if column > 0 and text[column - 1 : column] in ('"', "'") and text.count(text[column - 1]) >= 3:
+            # The error comes right after a quote that closed the value early: quotes inside it.
+            hint = _NESTED_QUOTES_HINT
         self.problems.add(origin, codes.YAML_SYNTAX, message, hint)
 
     def _indentation_tab(self, error_line: int) -> tuple[int, int] | None:

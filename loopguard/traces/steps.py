@@ -23,7 +23,8 @@ A step with neither ``tool`` nor ``caller`` but with an output is an agent messa
 step that holds call arguments (``args``, ``arguments``, ``tool_input``) but no ``tool``,
 and is no handoff, user message or model call, is an error.
 ``error`` may be a boolean, null (unknown) or a string (an error message: the call
-failed, and the string is the output when there is none). Other keys are ignored.
+failed, and the string is the output when there is none; the strings ``"true"`` and
+``"false"`` are the booleans, and a blank one is unknown). Other keys are ignored.
 """
 
 from __future__ import annotations
@@ -115,6 +116,9 @@ def _error_flag(step: Mapping[str, Any], location: str) -> tuple[bool | None, st
     if isinstance(value, bool):
         return value, None
     if isinstance(value, str):
+        flag = value.strip().lower()
+        if flag in ("false", "true", ""):
+            return (flag == "true") if flag else None, None  # a boolean written as text, not a message
         return True, value
     raise MalformedTrace(location, f"{key!r} must be a boolean or a message, got {type_name(value)}")
 
