@@ -77,16 +77,21 @@ BLIND_EXCEPTIONS = {
     # The same empty check three times with no wait between is the rw03 shape; only a wait
     # or a sleep tells a poll from an agent that does not read its results.
     "hx05-ticket-thread-poll-for-reply": "false_alarm",
+    # A cursor that wraps to the start is read as new pages: caught one step late, by the cycle.
+    "st31-cursor-wraps-around-to-start": "late",
+    # Results that mention "keeps running" read as a pending state, so the repeats look like a
+    # poll; and rewordings of a query with the same results share too few words.
+    "st35-near-dup-reworded-query-same-results": "missed",
 }
 
 
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (97 stuck, 115 healthy, in two rounds), judged as cases/README.md judges."""
+    (143 stuck, 161 healthy, in three rounds), judged as cases/README.md judges."""
     reports = replay_file(policy, REPO / "tests" / "fixtures" / "kinds" / f"blind_{label}.json")
     judged = {report.run_id: report.expected.judged for report in reports}
-    assert len(judged) == {"stuck": 97, "healthy": 115}[label]
+    assert len(judged) == {"stuck": 143, "healthy": 161}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }
