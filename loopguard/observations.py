@@ -8,6 +8,7 @@ shared by the detectors. The word lists are deliberately small and documented in
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from functools import lru_cache
@@ -150,7 +151,8 @@ _ENVELOPE_WORDS = frozenset(
     "total count offset limit page pages per size next prev previous cursor more has ok status success took time "
     "timestamp elapsed ms duration query q latest oldest start end from to skip take after before token continuation "
     "metadata meta response links link request trace correlation id at max results items hits records entries rows "
-    "matches found returned remaining expand fields sort filter filters include select format timed out "
+    "matches found returned remaining expand fields sort filter filters include select format timed out truncated "
+    "row item record entry hit match result estimate estimated "
     "schema".split()
 )
 # Lists under these keys may hold something and still leave the answer empty (advice, links).
@@ -162,6 +164,12 @@ _KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _DATA, _ENVELOPE_ONLY, _EMPTY_ANSWER = 0, 1, 2
 
 
+def _says_empty(text: str) -> bool:
+    """A short text that says nothing was found ("no datapoints found for query")."""
+    folded = " ".join(text.lower().split())
+    return folded in _EMPTY_LITERALS or (len(folded) <= 120 and _EMPTY_PHRASE.match(folded) is not None)
+
+
 def is_empty_envelope(text: str) -> bool:
     """True for a JSON object whose collections are all empty and whose other fields only
     describe the request or its paging: an empty answer in an API's envelope, such as
@@ -171,7 +179,12 @@ def is_empty_envelope(text: str) -> bool:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
-        return False
+        if "'" not in text:
+            return False
+        try:  # a Python dict printed as text ({'messages': [], ...}), as many tool wrappers do
+            data = ast.literal_eval(text)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
     return type(data) is dict and _envelope(data, 0) == _EMPTY_ANSWER
 
 
@@ -192,6 +205,9 @@ def _envelope(data: dict[str, Any], depth: int) -> int:
             elif key.lower() not in _ENVELOPE_LISTS:
                 return _DATA
             continue
+        if kind is str and _says_empty(value):
+            found = True  # {"series": [], "message": "no datapoints found"}
+            continue
         words = [word.lower() for word in _KEY_WORD.findall(key)]
         if not words or words == ["id"] or not all(word in _ENVELOPE_WORDS for word in words):
             return _DATA  # a field that carries data
@@ -209,11 +225,14 @@ _EMPTY_PHRASE_ASCII = _ascii_twin(_EMPTY_PHRASE)  # it reads folded text: \s see
 _EMPTY_STARTS = ("no", "zero", "0", "empty")  # after leading non-word characters ("nothing", "none" start with "no")
 _EMPTY_INITIALS = frozenset(start[0] for start in _EMPTY_STARTS)
 _PENDING = re.compile(
-    r"\b(queued|pending|running|in[ _-]?progress|processing|waiting|not[ _-]ready|scheduled|starting|"
-    r"initiali[sz]ing|building|deploying|provisioning|started|accepted)\b"
+    r"\b(queued|pending|running|in[ _-]?progress|processing|waiting|not[ _-]?ready|not[ _-]?started|scheduled|starting|"
+    r"initiali[sz]ing|building|deploying|provisioning|started|accepted|submitted|creating|updating|deleting|terminating|"
+    r"syncing|scaling|migrating|restoring|rebooting|booting|containercreating)\b"
 )
 _TERMINAL = re.compile(r"\b(succeeded|success|completed?|done|finished|failed|failure|error|cancell?ed|aborted|ready)\b")
-_PENDING_ASCII, _TERMINAL_ASCII = _ascii_twin(_PENDING), _ascii_twin(_TERMINAL)
+# States a poll cannot wait its way out of (a column header "READY" or "done: 3/10" is no such state).
+_FAILED_STATE = re.compile(r"\b(failed|failure|errored|cancell?ed|aborted|crashed|crashloopbackoff|imagepullbackoff|errimagepull)\b")
+_PENDING_ASCII, _TERMINAL_ASCII, _FAILED_STATE_ASCII = _ascii_twin(_PENDING), _ascii_twin(_TERMINAL), _ascii_twin(_FAILED_STATE)
 
 
 # Words of a reply that did not do what was asked ("old string not found", "Permission denied").
@@ -230,12 +249,13 @@ def reports_failure(text: str) -> bool:
 
 
 def is_final(text: str) -> bool:
-    """True when a short output (≤ 400 characters) reports a final state ("FAILED", "done",
-    "ready"): waiting cannot change it, so a poll that keeps getting it is no healthy poll."""
+    """True when a short output (≤ 400 characters) reports a failed state ("FAILED",
+    "cancelled", "CrashLoopBackOff"): waiting cannot change it, so a poll that keeps getting it
+    is no healthy poll."""
     if len(text) > 400:
         return False
     text = text.lower()
-    return (_TERMINAL_ASCII if text.isascii() else _TERMINAL).search(text) is not None
+    return (_FAILED_STATE_ASCII if text.isascii() else _FAILED_STATE).search(text) is not None
 
 
 def is_pending(text: str) -> bool:

@@ -323,3 +323,42 @@ def test_an_empty_error_field_is_no_failure() -> None:
     assert observe('{"error": null, "results": [1, 2]}').error is False
     assert observe('{"failed": [], "status": "ok"}').error is False
     assert observe('{"error": "token expired"}').error is True
+
+
+# -- what a fourth blind set found ----------------------------------------------------------
+
+
+def test_empty_answers_printed_as_python_or_with_a_message_are_empty() -> None:
+    assert observe("{'messages': [], 'resultSizeEstimate': 0}").empty is True
+    assert observe('{"series": [], "message": "no datapoints found for query"}').empty is True
+    assert observe('{"row_count": 0, "offset": 1500, "rows_preview": [], "truncated": false}').empty is True
+    assert observe("{'messages': [{'id': 'm1'}], 'resultSizeEstimate': 1}").empty is False
+    assert observe('{"issues": [], "message": "a.py: all checks passed"}').empty is False
+
+
+def test_a_sleeping_poll_whose_table_has_a_ready_column_is_still_a_poll(policy, tmp_path: Path) -> None:
+    pod = {"command": "sleep 30 && kubectl get pod redis-master-0"}
+    table = "NAME             READY   STATUS              RESTARTS   AGE\nredis-master-0   0/1     ContainerCreating   0          12s"
+    report = replay(policy, tmp_path, [
+        step("bash", {"command": "kubectl apply -f redis.yaml"}, "pod/redis-master-0 created"),
+        *[step("bash", pod, table) for _ in range(3)],
+        step("bash", pod, table.replace("0/1     ContainerCreating", "1/1     Running          ")),
+        step("bash", {"command": "kubectl exec redis-master-0 -- redis-cli ping"}, "PONG"),
+    ])
+    assert report.verdict.value == "continue"
+    # A failed state cannot be waited out: the same failed answer is no healthy poll.
+    failed = replay(policy, tmp_path, [
+        step("bash", {"command": "sleep 30 && kubectl get pod api-0"}, "NAME    READY   STATUS             RESTARTS   AGE\napi-0   0/1     CrashLoopBackOff   4          3m")
+        for _ in range(4)
+    ])
+    assert first(failed) == (2, "stop")
+
+
+def test_the_same_record_re_read_between_other_work_is_no_stuck_call(policy, tmp_path: Path) -> None:
+    steps = []
+    for n in range(4):
+        steps += [
+            step("get_order", {"id": "o-7"}, '{"id": "o-7", "status": "open", "items": 3}'),
+            step("get_customer", {"id": f"c-{n}"}, f'{{"id": "c-{n}", "tier": "gold"}}'),
+        ]
+    assert first(replay(policy, tmp_path, steps)) is None

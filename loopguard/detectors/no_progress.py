@@ -217,9 +217,10 @@ class NoProgress:
             # A new call's acknowledgement ("sent", "ok", true) confirms that call even when
             # other calls got the same one. A call that has had results before gets no such
             # pass: the bucket may have forgotten its own earlier output (a repeated fan-out).
-            # Silence of a command is its success, and a handoff's receipt is no answer: neither
-            # makes the call's own streak (the run's streak still counts them).
-            own_stale = repeated_output == _FROM_SAME_CALL and not observation.empty and record.handoff_target is None
+            # The same non-empty answer again makes only the run's streak: between other calls'
+            # news, re-reading a page or a record is how agents check (the call's own streak
+            # counts empty answers, failures, re-reads and stalled polls).
+            own_stale = False
             stale = repeated_output == _FROM_SAME_CALL or (
                 repeated_output == _FROM_OTHER_CALL and (stats.results > 0 or not _acknowledges(record, observation))
             )
