@@ -82,16 +82,31 @@ BLIND_EXCEPTIONS = {
     # Results that mention "keeps running" read as a pending state, so the repeats look like a
     # poll; and rewordings of a query with the same results share too few words.
     "st35-near-dup-reworded-query-same-results": "missed",
+    # Queries reworded beyond word overlap that keep returning the same rows: only a warning.
+    "arxiv-reworded-query-same-results": "missed",
+    "sql-reworded-count-same-answer": "missed",
+    # Two clicks that change nothing, with the same screenshot between: its writer would
+    # accept the stop at step 4 as well.
+    "browser-load-more-does-nothing": "premature",
+    # go_back returns the same page each time, and a blank salary before it is an empty
+    # answer: a repeat with nothing new, though the scrape moves on.
+    "long-browser-job-scrape": "false_alarm",
+    # The same vulnerability lookup for one package version, empty each time, among repos:
+    # the k2b shape (one call that keeps answering nothing among calls that do).
+    "long-security-dependency-sweep": "false_alarm",
+    # {"active": 1, "succeeded": 0, "failed": 0} three times with no wait: "failed" as a
+    # key reads as a final state, so the job poll is no pending poll.
+    "k8s-job-poll-identical-active": "false_alarm",
 }
 
 
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (143 stuck, 161 healthy, in three rounds), judged as cases/README.md judges."""
+    (190 stuck, 213 healthy, in four rounds), judged as cases/README.md judges."""
     reports = replay_file(policy, REPO / "tests" / "fixtures" / "kinds" / f"blind_{label}.json")
     judged = {report.run_id: report.expected.judged for report in reports}
-    assert len(judged) == {"stuck": 143, "healthy": 161}[label]
+    assert len(judged) == {"stuck": 190, "healthy": 213}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }
