@@ -152,7 +152,8 @@ _ENVELOPE_WORDS = frozenset(
     "timestamp elapsed ms duration query q latest oldest start end from to skip take after before token continuation "
     "metadata meta response links link request trace correlation id at max results items hits records entries rows "
     "matches found returned remaining expand fields sort filter filters include select format timed out truncated "
-    "row item record entry hit match result estimate estimated "
+    "row item record entry hit match result estimate estimated object type url shards successful skipped failed value "
+    "relation score "
     "schema".split()
 )
 # Lists under these keys may hold something and still leave the answer empty (advice, links).
@@ -225,13 +226,19 @@ _EMPTY_PHRASE_ASCII = _ascii_twin(_EMPTY_PHRASE)  # it reads folded text: \s see
 _EMPTY_STARTS = ("no", "zero", "0", "empty")  # after leading non-word characters ("nothing", "none" start with "no")
 _EMPTY_INITIALS = frozenset(start[0] for start in _EMPTY_STARTS)
 _PENDING = re.compile(
-    r"\b(queued|pending|running|in[ _-]?progress|processing|waiting|not[ _-]?ready|not[ _-]?started|scheduled|starting|"
+    r"\b(queued|pending|running|in[ _-]?progress|processing|waiting|not[ _-]?started|scheduled|starting|"
     r"initiali[sz]ing|building|deploying|provisioning|started|accepted|submitted|creating|updating|deleting|terminating|"
     r"syncing|scaling|migrating|restoring|rebooting|booting|containercreating)\b"
 )
 _TERMINAL = re.compile(r"\b(succeeded|success|completed?|done|finished|failed|failure|error|cancell?ed|aborted|ready)\b")
-# States a poll cannot wait its way out of (a column header "READY" or "done: 3/10" is no such state).
-_FAILED_STATE = re.compile(r"\b(failed|failure|errored|cancell?ed|aborted|crashed|crashloopbackoff|imagepullbackoff|errimagepull)\b")
+# A failed *state*, which waiting cannot change: a status field or word that says so, a JSON
+# value, a whole answer, or a pod's crash state. Not a count ("0 failed") nor a transient
+# error ("Failed to connect"), and not a column header ("READY").
+_FAILED_STATE = re.compile(
+    r"(?:\b(?:status|state|phase|result|conclusion|outcome)\b[\"']?\s*[:=]?\s*[\"']?|[:=]\s*[\"']|^\W*)"
+    r"(?:failed|failure|errored|error|cancell?ed|aborted|crashed|timed[ _-]?out)\b"
+    r"|\b(?:crashloopbackoff|imagepullbackoff|errimagepull|backofflimitexceeded)\b"
+)
 _PENDING_ASCII, _TERMINAL_ASCII, _FAILED_STATE_ASCII = _ascii_twin(_PENDING), _ascii_twin(_TERMINAL), _ascii_twin(_FAILED_STATE)
 
 

@@ -429,9 +429,7 @@ class Session:
             self._waited = waits
             if not waits and record.tool_kind not in _NEVER_POLLS:
                 record.tool_kind = "poll"  # the call after a deliberate wait checks on what was waited for
-                if record.pending_patience is None:
-                    # A poll only by the wait before it: half the patience of a declared one.
-                    record.pending_patience = max(1, self._no_progress.config.poll_patience // 2)
+                record.after_wait = True
         self._calls += 1
         self._steps += 1
         run, turn = self.run, self.turn

@@ -27,7 +27,9 @@ _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _WAIT_VERBS = frozenset({"wait", "sleep"})
 #: Words that may come before the verb of a pure wait: namespaces of common tool servers.
 _WAIT_PREFIXES = frozenset({"time", "mcp", "tools", "tool", "util", "utils", "system", "sys", "builtin", "functions", "default", "do"})
-_WAIT_UNITS = frozenset({"s", "sec", "secs", "second", "seconds", "ms", "millis", "milliseconds", "for", "a", "while"})
+_WAIT_UNITS = frozenset(
+    {"s", "sec", "secs", "second", "seconds", "ms", "millis", "milliseconds", "min", "mins", "minute", "minutes", "for", "a", "while"}
+)
 #: First words of tool names that change state (their replies acknowledge their own call).
 _WRITE_VERBS = frozenset(
     "add append apply approve archive assign book cancel change close comment commit copy create delete disable edit enable "
@@ -39,10 +41,14 @@ _COMMAND_ARGUMENTS = ("command", "cmd", "script", "shell", "commands")
 #: Arguments that hold code to run (a "code" argument is code only where sleeping is in question).
 _SCRIPT_ARGUMENTS = frozenset(_COMMAND_ARGUMENTS) | {"code"}
 # A sleep in a shell command or a script: "sleep 60; dig ...", "time.sleep(5)", "Start-Sleep -s 5".
-_ONLY_SLEEP = re.compile(r"\s*sleep\s+(?:\d+(?:\.\d+)?|\.\d+)[smhd]?\s*;?\s*", re.IGNORECASE)
-# In command position only: "sleep 60; dig ...", "make && sleep .5 && curl", not "grep 'sleep 5'".
+_ONLY_SLEEP = re.compile(r"[ \t]*sleep[ \t]+(?:\d+(?:\.\d+)?|\.\d+)[smhd]?[\s;]*", re.IGNORECASE)
+# In command position only: "sleep 60; dig ...", "make && sleep .5 && curl", and inside quotes
+# when a command follows (bash -c "sleep 2; curl ..."), not a pattern (grep -rn 'sleep 5').
 _SLEEP = re.compile(
-    r"(?:^|[;&|(\n]|\bthen\b|\bdo\b)\s*(?:sleep\s+\.?\d|start-sleep\b)|\b(?:time|asyncio)\.sleep\s*\(", re.IGNORECASE
+    r"(?:^|[;&|({\n]|\bthen\b|\bdo\b)[ \t]*(?:/(?:usr/)?bin/)?(?:sleep[ \t]+\.?\d|start-sleep\b)"
+    r"|[\"'][ \t]*(?:/(?:usr/)?bin/)?sleep[ \t]+\.?\d+(?:\.\d+)?[smhd]?[ \t]*(?:;|&&|\|\|)"
+    r"|\b(?:time|asyncio)\.sleep[ \t]*\(",
+    re.IGNORECASE,
 )
 
 

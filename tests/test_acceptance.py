@@ -112,6 +112,26 @@ def test_blind_cases_of_each_kind(policy, label: str) -> None:
     }
 
 
+def test_review_cases(policy) -> None:
+    """Runs a break-it reviewer wrote against this session's detector changes."""
+    reports = replay_file(policy, REPO / "tests" / "fixtures" / "kinds" / "review_cases.json")
+    assert {report.run_id: report.expected.judged for report in reports} == {
+        "adk-hub-and-spoke": "ok",
+        "writer-critic-no-tools": "ok",
+        "poll-running-with-waits": "ok",
+        "poll-running-no-waits": "ok",
+        "slack-thread-fanout": "ok",
+        "server-boot-poll": "ok",
+        "ci-poll-0-failed": "ok",
+        "bash-c-quoted-sleep-poll": "ok",
+        "export-wait_minutes": "ok",
+        "export-sleep_minutes": "ok",
+        # A tool named wait_time may as well report a wait time: no wait is inferred from it.
+        "export-wait_time": "false_alarm",
+        "notion-empty-rewordings": "ok",
+    }
+
+
 @needs_data
 def test_specific_first_interventions(policy) -> None:
     reports = {report.run_id: report for report in replay_file(policy, DATA / "cases" / "incidents.json")}

@@ -362,3 +362,25 @@ def test_the_same_record_re_read_between_other_work_is_no_stuck_call(policy, tmp
             step("get_customer", {"id": f"c-{n}"}, f'{{"id": "c-{n}", "tier": "gold"}}'),
         ]
     assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_conditions_may_call_methods_of_a_root_and_columns_count_characters(tmp_path: Path) -> None:
+    from loopguard import Guard, ToolCall, ToolResult
+    from loopguard.policy import check_policy
+
+    path = tmp_path / "loopguard.yml"
+    path.write_text(
+        "version: 1\nrules:\n  - id: quota\n    tool: search\n    when: \"run.get('tool_calls', 0) >= 2\"\n"
+        "    verdict: block\n    message: search quota reached\n"
+    )
+    session = Guard.from_policy(path).session()
+    verdicts = []
+    for n in range(3):
+        call = ToolCall("search", {"q": f"q{n}"}, id=str(n))
+        verdicts.append(session.before_call(call).verdict.kind.value)
+        session.after_call(call, ToolResult(f"result {n}"))
+    assert verdicts == ["allow", "allow", "block"]
+    typo = tmp_path / "typo.yml"
+    typo.write_text("version: 1\nrules:\n  - id: cafe\n    tool: search\n    when: \"turn.user_message == 'café' and run.toolcalls > 3\"\n    verdict: block\n    message: not here\n")
+    [problem] = check_policy(str(typo)).problems
+    assert (problem.line, problem.column, problem.code) == (5, 48, "LG304")

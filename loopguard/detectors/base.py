@@ -56,10 +56,14 @@ class CallRecord:
         repeats_known: set by near_duplicate: the call re-reads a range already read, or (an
             agent's message) rewords one the agent wrote since the last news; its result can
             only repeat what is known.
+        after_wait: the call comes right after a deliberate wait (the session makes it a poll).
     """
 
     # A plain slotted class with a positional constructor: one is built per call.
-    __slots__ = ("index", "step", "signature", "stats", "tool_kind", "agent", "pending_patience", "observation", "handoff_target", "repeats_known")
+    __slots__ = (
+        "index", "step", "signature", "stats", "tool_kind", "agent", "pending_patience", "observation", "handoff_target",
+        "repeats_known", "after_wait",
+    )
 
     def __init__(
         self,
@@ -81,6 +85,7 @@ class CallRecord:
         self.observation: Observation | None = None
         self.handoff_target: str | None = None
         self.repeats_known = False
+        self.after_wait = False
 
     @property
     def tool(self) -> str:

@@ -43,8 +43,9 @@ _THROWAWAY_KEYS = frozenset(
         "seed", "uuid", "correlation_id", "correlationid", "client_request_id",
     }
 )
-#: Last words that make any key a throwaway ("request_ts", "client_nonce", "trace_uuid").
-_THROWAWAY_WORDS = frozenset({"nonce", "ts", "timestamp", "uuid", "guid", "cachebuster"})
+#: Last words of a request's own stamp, throwaway after a word of _REQUEST_WORDS ("request_ts").
+_THROWAWAY_WORDS = frozenset({"ts", "timestamp", "time", "uuid", "guid", "id"})
+_REQUEST_WORDS = frozenset({"request", "req", "client", "call", "trace", "span", "correlation", "idempotency", "cache", "sent"})
 _VOLATILE_VALUE = re.compile(
     r"^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{12,}|\d{10,}|"
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)$"
@@ -158,8 +159,13 @@ def _classify(key: str) -> _KeyKind:
 
 
 def _throwaway_or_ordinary(words: tuple[str, ...]) -> _KeyKind:
-    """A key that is no range bound: throwaway by its last word ("request_ts", "client_nonce"), else ordinary."""
-    return _THROWAWAY_KIND if words[-1] in _THROWAWAY_WORDS else _ORDINARY
+    """A key that is no range bound: throwaway when it is a nonce ("client_nonce") or a request's
+    own stamp ("request_ts", "client_request_uuid"), else ordinary; "thread_ts" or "order_uuid"
+    name a record."""
+    last = words[-1]
+    if last == "nonce" or (last in _THROWAWAY_WORDS and not _REQUEST_WORDS.isdisjoint(words[:-1])):
+        return _THROWAWAY_KIND
+    return _ORDINARY
 
 
 @dataclass(slots=True)
@@ -370,6 +376,9 @@ def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
 
 #: Words a message needs to be compared for rewording (short status lines share too many).
 MESSAGE_WORDS = 5
+#: Word-set overlap with an earlier message that, after ``repeats`` messages in a row with no
+#: tool call, counts as saying the same thing again.
+MONOLOGUE_OVERLAP = 0.25
 _MESSAGE_WORD = re.compile(r"\w+")
 
 
@@ -382,13 +391,12 @@ class _Said:
     """What one agent wrote since the last news: its latest messages' word sets, how many of
     its messages reworded an earlier one, and how many came in a row with no tool call."""
 
-    __slots__ = ("words", "rewordings", "in_a_row", "calls_at")
+    __slots__ = ("words", "rewordings", "in_a_row")
 
     def __init__(self, window: int) -> None:
         self.words: deque[frozenset[str]] = deque(maxlen=window)
         self.rewordings = 0
         self.in_a_row = 0
-        self.calls_at = -1  # the run's tool-call count at the agent's latest message
 
 
 class NearDuplicate:
@@ -404,6 +412,7 @@ class NearDuplicate:
         # something new, or a user message), and the news count they were written at.
         self._messages: BoundedMap[str, _Said] = BoundedMap(64)
         self._messages_at = 0
+        self._last_speaker: tuple[str, int] | None = None  # (message pseudo-tool, tool calls then) of the latest message
 
     def reconfigure(self, config: NearDuplicateDetector) -> None:
         self.config = config
@@ -451,9 +460,10 @@ class NearDuplicate:
         """Judge an agent's message (``record`` is its pseudo-call ``message:AGENT``).
 
         A message of at least :data:`MESSAGE_WORDS` words whose word set overlaps one the agent
-        wrote since the last news by at least ``message_similarity`` rewords it; so does any
-        message after ``repeats`` messages in a row with no tool call (a monologue: the agent
-        says what it will do and never does it). Either can only repeat what is known
+        wrote since the last news by at least ``message_similarity`` rewords it; after
+        ``repeats`` messages in a row with no tool call and no other agent's message between (a
+        monologue: the agent says what it will do and never does it), an overlap of
+        :data:`MONOLOGUE_OVERLAP` is enough. Either can only repeat what is known
         (``record.repeats_known``). ``repeats`` messages that are one message and its
         rewordings make a ``reworded_message`` signal.
         """
@@ -465,14 +475,19 @@ class NearDuplicate:
         if said is None:
             said = _Said(self._window)
             self._messages.put(tool, said)
-        # In a row: no tool call since the agent's previous message (record.index counts calls).
-        said.in_a_row = said.in_a_row + 1 if said.calls_at == record.index else 1
-        said.calls_at = record.index
+        # In a row: no tool call and no other agent's message since the agent's previous message
+        # (record.index counts the run's tool calls).
+        speaker = (tool, record.index)
+        said.in_a_row = said.in_a_row + 1 if self._last_speaker == speaker else 1
+        self._last_speaker = speaker
         words = _message_words(text)
-        similarity = self._message_similarity
-        rewords = said.in_a_row > self._repeats or (
-            len(words) >= MESSAGE_WORDS and any(_jaccard(earlier, words) >= similarity for earlier in said.words)
-        )
+        if len(words) >= MESSAGE_WORDS:
+            overlap = max((_jaccard(earlier, words) for earlier in said.words), default=0.0)
+            # A message rewords an earlier one, or, deep in a monologue, says much the same thing
+            # again (paraphrases of one plan share few words; sections of a write-up share fewer).
+            rewords = overlap >= self._message_similarity or (said.in_a_row > self._repeats and overlap >= MONOLOGUE_OVERLAP)
+        else:
+            rewords = False
         said.words.append(words)
         record.repeats_known = rewords
         if not rewords:

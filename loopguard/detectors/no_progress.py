@@ -124,6 +124,7 @@ class NoProgress:
 
     def __init__(self, config: NoProgressDetector) -> None:
         self._seen: BoundedMap[str, _ToolOutputs] = BoundedMap(_TOOLS_REMEMBERED)
+        self._last_handoff: tuple[int, int] | None = None  # (signature key, call index) of the latest handoff
         self.reconfigure(config)
 
     def reconfigure(self, config: NoProgressDetector) -> None:
@@ -169,6 +170,12 @@ class NoProgress:
             seen = _ToolOutputs(self.config.memory)
             self._seen.put(tool, seen)
         repeated_output = seen.contains_and_add(observation, record.signature.key)
+        if record.handoff_target is not None:
+            # A handoff's receipt is no answer: it counts only when the same handoff comes again
+            # with no other call between (control that never arrives), not across real work.
+            handoff, self._last_handoff = self._last_handoff, (record.signature.key, record.index)
+            if handoff != (record.signature.key, record.index - 1):
+                return None, False
 
         kind = "same_output"
         last = stats.last
@@ -200,7 +207,7 @@ class NoProgress:
                 identical = observation.same_as(last)
             stats.identical_pending = stats.identical_pending + 1 if identical else 0
             patience = record.pending_patience or self.config.poll_patience
-            if inferred and record.tool_kind != "poll" and not is_pending(observation.text):
+            if inferred and (record.after_wait or record.tool_kind != "poll") and not is_pending(observation.text):
                 patience = max(1, patience // 2)  # a poll only by a wait or a sleep, saying no pending state
             own_stale = stale = stats.identical_pending >= patience
             stats.polling = not stale

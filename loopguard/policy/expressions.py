@@ -268,6 +268,8 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
             return _raise(f"invalid condition: {error.msg} (the expression ends too early)", len(text.strip()))
         return _raise(f"invalid condition: {error.msg}", error.offset - 1)
     names: set[str] = set()
+    # Methods called on a root (run.get('tool_calls', 0)) are methods, not attributes.
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             names.add(node.id)
@@ -282,13 +284,18 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
             )
         if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             return _raise(f"attribute {node.attr!r} is not allowed in a condition", node.col_offset)
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in CONDITION_ATTRIBUTES:
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in CONDITION_ATTRIBUTES
+            and not (id(node) in called and node.attr in ALLOWED_METHODS)
+        ):
             # The roots' attributes are fixed: a misspelt one would fail on every call.
             root, known = node.value.id, CONDITION_ATTRIBUTES[node.value.id]
             if node.attr not in known:
                 return _raise(
                     f"unknown attribute {root}.{node.attr} in condition (known: {', '.join(sorted(known))})",
-                    (node.end_col_offset or 0) - len(node.attr),
+                    _characters(text, node.end_col_offset or 0) - len(node.attr),
                     did_you_mean(node.attr, known),
                 )
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr not in ALLOWED_METHODS:
@@ -311,10 +318,20 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
     return CompiledCondition(text, frozenset(names), parsed, _attributes_read(tree))
 
 
+def _characters(text: str, byte_offset: int) -> int:
+    """A column of the stripped condition's first line as characters (ast counts UTF-8 bytes)."""
+    return len(text.strip().encode("utf-8")[:byte_offset].decode("utf-8", "ignore"))
+
+
 def _attributes_read(tree: ast.AST) -> dict[str, frozenset[str] | None]:
     read: dict[str, set[str] | None] = {}
     under_attribute: set[int] = set()
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
     for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and id(node) in called:
+            under_attribute.add(id(node.value))
+            read[node.value.id] = None  # a method of the root (run.get(...)) needs it whole
+            continue
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             under_attribute.add(id(node.value))
             current = read.setdefault(node.value.id, set())

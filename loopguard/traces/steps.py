@@ -23,8 +23,9 @@ A step with neither ``tool`` nor ``caller`` but with an output is an agent messa
 step that holds call arguments (``args``, ``arguments``, ``tool_input``) but no ``tool``,
 and is no handoff, user message or model call, is an error.
 ``error`` may be a boolean, null (unknown) or a string (an error message: the call
-failed, and the string is the output when there is none; the strings ``"true"`` and
-``"false"`` are the booleans, and a blank one is unknown). Other keys are ignored.
+failed, and the string is the output when there is none; ``"true"``/``"yes"``/``"1"`` and
+``"false"``/``"no"``/``"0"`` are the booleans, and a blank one, ``"null"`` or ``"none"`` is
+unknown). Other keys are ignored.
 """
 
 from __future__ import annotations
@@ -108,6 +109,10 @@ def _arguments(step: Mapping[str, Any], location: str) -> Any:
     raise MalformedTrace(location, f"{key!r} must be an object, got {type_name(value)}")
 
 
+#: An ``error`` string that is a flag, not a message.
+_FLAG_TEXTS: dict[str, bool | None] = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False, "": None, "null": None, "none": None}
+
+
 def _error_flag(step: Mapping[str, Any], location: str) -> tuple[bool | None, str | None]:
     """The error flag and, when ``error`` holds a message, that message."""
     key, value = _first(step, ERROR_KEYS)
@@ -117,8 +122,8 @@ def _error_flag(step: Mapping[str, Any], location: str) -> tuple[bool | None, st
         return value, None
     if isinstance(value, str):
         flag = value.strip().lower()
-        if flag in ("false", "true", ""):
-            return (flag == "true") if flag else None, None  # a boolean written as text, not a message
+        if flag in _FLAG_TEXTS:
+            return _FLAG_TEXTS[flag], None  # a boolean (or null) written as text, not a message
         return True, value
     raise MalformedTrace(location, f"{key!r} must be a boolean or a message, got {type_name(value)}")
 
