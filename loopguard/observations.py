@@ -104,18 +104,20 @@ def message_body(text: str) -> str:
     ("attempt 3:"), UUIDs and timestamps. Ids and names stay ("report_q1.csv" and
     "report_q3.csv" are two messages)."""
     text = " ".join(text[:2048].lower().split())
-    if _HAS_DIGIT.search(text) is None:
+    ascii_text = text.isascii()
+    if _ASCII_DIGITS.isdisjoint(text) if ascii_text else _HAS_DIGIT.search(text) is None:
         return text
     if text.count("-") >= 4:
-        text = _UUID.sub("<uuid>", text)
-    if ":" in text:
-        text = _TIMESTAMP.sub("<time>", text)
-    tokens = text.split(" ")
-    for index in range(1, len(tokens)):
-        token = tokens[index]
-        if tokens[index - 1].strip(_PUNCTUATION) in _COUNTER_WORDS and token.strip(_PUNCTUATION).lstrip("#").isdigit():
-            tokens[index] = token.replace(token.strip(_PUNCTUATION), "<counter>")
-    return " ".join(tokens)
+        text = (_UUID_ASCII if ascii_text else _UUID).sub("<uuid>", text)
+    if ":" in text and _TIME_HINT.search(text) is not None:
+        text = (_TIMESTAMP_ASCII if ascii_text else _TIMESTAMP).sub("<time>", text)
+    if not any(word in text for word in _COUNTER_WORDS):
+        return text  # (most messages: no counter word, no scan)
+    return _COUNTED.sub(r"\1<counter>", text)
+
+
+# A number right after a counter word ("attempt 3", "retry #2"), in one pass.
+_COUNTED = re.compile(r"\b((?:" + "|".join(sorted(_COUNTER_WORDS)) + r")[\"',;:()\[\]{}.!?<>=]*\s#?)\d+\b")
 
 
 @lru_cache(maxsize=1024)
@@ -180,8 +182,8 @@ def is_empty_envelope(text: str) -> bool:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
-        if "'" not in text:
-            return False
+        if text.lstrip()[1:].lstrip()[:1] != "'":
+            return False  # only a dict whose first key is quoted the Python way
         try:  # a Python dict printed as text ({'messages': [], ...}), as many tool wrappers do
             data = ast.literal_eval(text)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -555,8 +557,8 @@ class Observation:
                     and len(folded := " ".join(stripped.split())) <= 120
                     and _EMPTY_PHRASE.match(folded) is not None
                 )
-            if not self.empty and "[]" in stripped and stripped[:1] == "{":
-                self.empty = is_empty_envelope(self.text)
+            if not self.empty and self._tail is None and "[]" in stripped and stripped[:1] == "{":
+                self.empty = is_empty_envelope(self.text)  # (a cut text is no whole object: not parsed)
         self._fingerprint: int | None = None
         self.shape = _failure_shape(self.text, self._tail is not None) if error else 0
 

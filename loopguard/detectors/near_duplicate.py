@@ -380,11 +380,19 @@ MESSAGE_WORDS = 5
 #: tool call, counts as saying the same thing again.
 MONOLOGUE_OVERLAP = 0.25
 _MESSAGE_WORD = re.compile(r"\w+")
+# Every ASCII byte that is not a letter, a digit or "_" becomes a space.
+_ASCII_SEPARATORS = bytes(code if chr(code).isalnum() or code == ord("_") else ord(" ") for code in range(256))
+_STOPWORDS_ASCII = frozenset(word.encode("ascii") for word in _STOPWORDS)
 
 
-def _message_words(text: str) -> frozenset[str]:
-    """The content words of a message, in any script (a CJK sentence is one word)."""
-    return frozenset(word for word in _MESSAGE_WORD.findall(text) if word not in _STOPWORDS)
+def _message_words(text: str) -> frozenset[str] | frozenset[bytes]:
+    """The content words of a message's first 600 characters (enough to tell a rewording), in
+    any script (a CJK sentence is one word). ASCII text is split in C, as bytes: a regular
+    expression scan costs several times more per character."""
+    head = text[:600]
+    if head.isascii():
+        return frozenset(head.encode("ascii").translate(_ASCII_SEPARATORS).split()) - _STOPWORDS_ASCII
+    return frozenset(_MESSAGE_WORD.findall(head)) - _STOPWORDS
 
 
 class _Said:
