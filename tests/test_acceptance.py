@@ -20,6 +20,14 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TAU = DATA / "tau-bench" / "gpt-4o-airline.json"
 
+KINDS = REPO / "tests" / "fixtures" / "kinds"
+
+
+def judgements(reports) -> dict[str, str]:
+    """run id → how cases/README.md judges the run (ok, premature, late, missed, false_alarm)."""
+    return {report.run_id: report.expected.judged for report in reports}
+
+
 needs_data = pytest.mark.skipif(not DATA.exists(), reason="../shared/data is not next to this checkout")
 
 
@@ -31,8 +39,7 @@ def policy():
 @needs_data
 @pytest.mark.parametrize("name", ["basic.json", "incidents.json"])
 def test_every_labelled_case_is_handled(policy, name: str) -> None:
-    reports = replay_file(policy, DATA / "cases" / name)
-    judged = {report.run_id: report.expected.judged for report in reports}
+    judged = judgements(replay_file(policy, DATA / "cases" / name))
     assert judged == {run_id: "ok" for run_id in judged}
     assert len(judged) == {"basic.json": 7, "incidents.json": 12}[name]
 
@@ -40,8 +47,8 @@ def test_every_labelled_case_is_handled(policy, name: str) -> None:
 def test_more_cases_of_each_kind_are_handled(policy) -> None:
     """Kinds the issue names beyond the shared cases: interleaved repeats, wrap-around
     paging, near-duplicates, re-reads, condensation loops, monologues, and healthy shapes."""
-    reports = replay_file(policy, REPO / "tests" / "fixtures" / "kinds" / "held_back_kinds.json")
-    assert {report.run_id: report.expected.judged for report in reports} == {
+    reports = replay_file(policy, KINDS / "held_back_kinds.json")
+    assert judgements(reports) == {
         "interleaved-repeat": "ok",
         "wrap-around-paging": "ok",
         "near-duplicate-rewording": "ok",
@@ -104,8 +111,7 @@ BLIND_EXCEPTIONS = {
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
     (190 stuck, 213 healthy, in four rounds), judged as cases/README.md judges."""
-    reports = replay_file(policy, REPO / "tests" / "fixtures" / "kinds" / f"blind_{label}.json")
-    judged = {report.run_id: report.expected.judged for report in reports}
+    judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
     assert len(judged) == {"stuck": 190, "healthy": 213}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
@@ -114,8 +120,7 @@ def test_blind_cases_of_each_kind(policy, label: str) -> None:
 
 def test_review_cases(policy) -> None:
     """Runs a break-it reviewer wrote against this session's detector changes."""
-    reports = replay_file(policy, REPO / "tests" / "fixtures" / "kinds" / "review_cases.json")
-    assert {report.run_id: report.expected.judged for report in reports} == {
+    assert judgements(replay_file(policy, KINDS / "review_cases.json")) == {
         "adk-hub-and-spoke": "ok",
         "writer-critic-no-tools": "ok",
         "poll-running-with-waits": "ok",
