@@ -47,6 +47,9 @@ _SUBTOKEN = re.compile(r"\b(?=[a-z_]*\d)(?=\d*[a-z])[a-z0-9_]{4,}\b|\b\d{6,}\b")
 _UUID_ASCII, _TIMESTAMP_ASCII = _ascii_twin(_UUID), _ascii_twin(_TIMESTAMP)
 _COUNTER_WORDS = frozenset({"attempt", "try", "retry", "iteration", "request", "req", "seq", "sequence", "run", "trace", "pid"})
 _PUNCTUATION = "\"',;:()[]{}.!?<>="
+# A time taken, in one token ("0.21s", "38ms", "1.5sec"), or a number after a word saying so.
+_DURATION = re.compile(r"\d+(?:\.\d+)?(?:ns|us|µs|ms|s|sec|secs|m|min|mins|h)")
+_DURATION_WORDS = frozenset({"took", "elapsed", "duration", "latency", "time", "runtime"})
 _ASCII_DIGITS = frozenset("0123456789")
 
 
@@ -61,7 +64,11 @@ def _volatile_token(token: str, previous: str) -> str:
     if core.isdigit():
         if previous.strip(_PUNCTUATION) in _COUNTER_WORDS:
             return token.replace(core, "<counter>")
+        if previous.strip(_PUNCTUATION) in _DURATION_WORDS:
+            return token.replace(core, "<duration>")  # "took 38"
         return token.replace(core, "<n>") if len(core) >= 6 else token
+    if _DURATION.fullmatch(core) is not None:
+        return token.replace(core, "<duration>")  # "in 0.21s", "38ms": timing jitter, not news
     letters_and_digits = core.replace("-", "").replace("_", "")
     if core.isascii() and letters_and_digits.isalnum():  # an identifier: [a-z0-9_-]+
         if len(core) >= 4 and not letters_and_digits.isdigit():  # it holds a letter
@@ -221,8 +228,10 @@ def _envelope(data: dict[str, Any], depth: int) -> int:
 
 _EMPTY_LITERALS = frozenset({"", "[]", "{}", "null", "none", "nil", "n/a", '""', "''", "[[]]", "no", "nothing", "empty"})
 _EMPTY_PHRASE = re.compile(
-    r"^\W*(?:(?:no|zero|0)\s+(?:\w+\s+){0,2}?(?:results?|rows?|items?|records?|matches|entries|hits|data|output|documents?|files?|pages?|"
-    r"annotations?|messages?|events?|objects?|values?|lines?|\w+s)\b|nothing\b|empty\b|(?:no|none)\s+(?:found|returned|available))"
+    r"^\W*(?:(?:no|zero|0)\s+(?!(?:errors?|issues?|problems?|warnings?|vulnerabilities|failures?)\b)(?:\w+\s+){0,2}?(?:results?|rows?|items?|records?|matches|entries|hits|data|output|documents?|files?|pages?|"
+    r"annotations?|messages?|events?|objects?|values?|lines?|\w+s)\b|nothing\b|empty\b|(?:no|none)\s+(?:found|returned|available)"
+    # "No customer found", "no matching user found" (not "No errors found": that is a success).
+    r"|no\s+(?!(?:errors?|issues?|problems?|warnings?|vulnerabilities|failures?)\b)(?:\w+\s+){0,2}?(?:found|returned|available|exists?)\b)"
 )
 _EMPTY_PHRASE_ASCII = _ascii_twin(_EMPTY_PHRASE)  # it reads folded text: \s sees only spaces
 _EMPTY_STARTS = ("no", "zero", "0", "empty")  # after leading non-word characters ("nothing", "none" start with "no")

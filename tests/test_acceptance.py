@@ -104,15 +104,17 @@ BLIND_EXCEPTIONS = {
     # {"active": 1, "succeeded": 0, "failed": 0} three times with no wait: "failed" as a
     # key reads as a final state, so the job poll is no pending poll.
     "k8s-job-poll-identical-active": "false_alarm",
+    # Cursor pages that wrap around to items already read, each with a new cursor in the reply.
+    "s-page-wrap-cursor": "missed",
 }
 
 
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (190 stuck, 213 healthy, in four rounds), judged as cases/README.md judges."""
+    (221 stuck, 243 healthy, in five rounds), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 190, "healthy": 213}[label]
+    assert len(judged) == {"stuck": 221, "healthy": 243}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from loopguard.observations import observe
+from loopguard.observations import normalize, observe
 from loopguard.policy import load_policy
 from loopguard.tool_names import inferred_kind, runs_command, sleeps, writes_by_name
 from loopguard.traces import replay_file
@@ -384,3 +384,17 @@ def test_conditions_may_call_methods_of_a_root_and_columns_count_characters(tmp_
     typo.write_text("version: 1\nrules:\n  - id: cafe\n    tool: search\n    when: \"turn.user_message == 'café' and run.toolcalls > 3\"\n    verdict: block\n    message: not here\n")
     [problem] = check_policy(str(typo)).problems
     assert (problem.line, problem.column, problem.code) == (5, 48, "LG304")
+
+
+# -- what the fifth blind set found -----------------------------------------------------------
+
+
+def test_a_time_taken_is_no_news_and_no_x_found_is_empty(policy, tmp_path: Path) -> None:
+    failing = "ImportError while importing test module 'tests/test_parser.py'.\nE   ImportError: cannot import name 'parse_header'\n1 error in {}s"
+    run = [step("run_shell", {"cmd": "pytest tests/test_parser.py -q"}, failing.format(seconds)) for seconds in ("0.21", "0.21", "0.22", "0.21")]
+    assert first(replay(policy, tmp_path, run)) == (2, "stop")
+    assert normalize("1 error in 0.21s; took 38 ms") == normalize("1 error in 0.22s; took 41 ms") == "1 error in <duration>; took <duration> ms"
+    assert normalize("127 rows") != normalize("128 rows")  # a count is no duration
+    assert [observe(text).empty for text in ("No customer found.", "no matching user found", "No issues found.", "No module named foo")] == [
+        True, True, False, False,
+    ]
