@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from .signature import _ENCODER, canonical_value
+from .tool_names import split_name
 
 
 def _ascii_twin(pattern: re.Pattern[str]) -> re.Pattern[str]:
@@ -170,14 +171,30 @@ _ENVELOPE_LISTS = frozenset({"warning", "warnings", "note", "notes", "link", "li
 # Empty lists under keys with these words say that nothing went wrong, not that nothing was
 # found ("errors", "validation_errors").
 _NOT_ANSWERS = frozenset({"error", "errors", "warning", "warnings", "failure", "failures", "note", "notes"})
-_KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _DATA, _ENVELOPE_ONLY, _EMPTY_ANSWER = 0, 1, 2
 
 
-def _says_empty(text: str) -> bool:
-    """A short text that says nothing was found ("no datapoints found for query")."""
-    folded = " ".join(text.lower().split())
-    return folded in _EMPTY_LITERALS or (len(folded) <= 120 and _EMPTY_PHRASE.match(folded) is not None)
+def _says_empty(stripped: str, ascii_text: bool) -> bool:
+    """Whether a text (lowercased, stripped) says nothing was found: a literal (``[]``,
+    ``none``) or, within 120 characters, a phrase ("no results", "No customer found").
+
+    No literal holds a space, so stripping is as good as folding whitespace for them. Cheap
+    necessary tests run before the whitespace is folded and the regular expression runs:
+    ASCII text must start with an empty phrase's first word after its non-word characters;
+    other text must hold one ("nothing" and "none" hold "no")."""
+    if stripped in _EMPTY_LITERALS:
+        return True
+    if ascii_text:
+        lead = stripped.lstrip(_ASCII_NON_WORD)
+        if lead[:1] not in _EMPTY_INITIALS or not lead.startswith(_EMPTY_STARTS):
+            return False
+        phrase = _EMPTY_PHRASE_ASCII
+    elif "no" in stripped or "0" in stripped or "zero" in stripped or "empty" in stripped:
+        phrase = _EMPTY_PHRASE
+    else:
+        return False
+    folded = " ".join(stripped.split())
+    return len(folded) <= 120 and phrase.match(folded) is not None
 
 
 def is_empty_envelope(text: str) -> bool:
@@ -206,7 +223,7 @@ def _envelope(data: dict[str, Any], depth: int) -> int:
         kind = type(value)
         if kind is list or kind is dict:
             if not value:
-                found = found or _NOT_ANSWERS.isdisjoint(word.lower() for word in _KEY_WORD.findall(key))
+                found = found or _NOT_ANSWERS.isdisjoint(split_name(key))
             elif kind is dict and depth < 3:
                 inner = _envelope(value, depth + 1)  # {"hits": {"total": 0, "events": []}}
                 if inner == _DATA:
@@ -215,10 +232,10 @@ def _envelope(data: dict[str, Any], depth: int) -> int:
             elif key.lower() not in _ENVELOPE_LISTS:
                 return _DATA
             continue
-        if kind is str and _says_empty(value):
+        if kind is str and _says_empty(lowered := value.lower().strip(), lowered.isascii()):
             found = True  # {"series": [], "message": "no datapoints found"}
             continue
-        words = [word.lower() for word in _KEY_WORD.findall(key)]
+        words = split_name(key)
         if not words or words == ["id"] or not all(word in _ENVELOPE_WORDS for word in words):
             return _DATA  # a field that carries data
         if kind is str and reports_failure(value):
@@ -544,28 +561,10 @@ class Observation:
         if error:
             self.empty = False
         else:
-            # Empty: blank, an empty container, or "no results"-like. No literal holds a space,
-            # so stripping is as good as folding whitespace for them. Cheap necessary tests
-            # run before the whitespace is folded and the regular expression runs: ASCII text
-            # must start with an empty phrase's first word after its non-word characters;
-            # other text must hold one ("nothing" and "none" hold "no").
+            # Empty: blank, an empty container, "no results"-like, or an empty answer in an
+            # API's envelope (parsed only when it holds "[]").
             stripped = lowered.strip()
-            if stripped in _EMPTY_LITERALS:
-                self.empty = True
-            elif ascii_text:
-                lead = stripped.lstrip(_ASCII_NON_WORD)
-                self.empty = (
-                    lead[:1] in _EMPTY_INITIALS
-                    and lead.startswith(_EMPTY_STARTS)
-                    and len(folded := " ".join(stripped.split())) <= 120
-                    and _EMPTY_PHRASE_ASCII.match(folded) is not None
-                )
-            else:
-                self.empty = (
-                    ("no" in stripped or "0" in stripped or "zero" in stripped or "empty" in stripped)
-                    and len(folded := " ".join(stripped.split())) <= 120
-                    and _EMPTY_PHRASE.match(folded) is not None
-                )
+            self.empty = _says_empty(stripped, ascii_text)
             if not self.empty and self._tail is None and "[]" in stripped and stripped[:1] == "{":
                 self.empty = is_empty_envelope(self.text)  # (a cut text is no whole object: not parsed)
         self._fingerprint: int | None = None

@@ -56,15 +56,21 @@ _SLEEP = re.compile(
 NAME_LIMIT = 128
 
 
+def split_name(name: str) -> list[str]:
+    """The lowercase words of a name in snake_case, kebab-case or camelCase (a tool, an
+    argument key, a JSON field): ``"waitForJob"``, ``"wait_for_job"`` and ``"HTTPStatus"``
+    are ``["wait", "for", "job"]`` and ``["http", "status"]``."""
+    return [word.lower() for word in _WORD.findall(name)]
+
+
 def name_words(tool: str) -> tuple[str, ...]:
-    """The lowercase words of a tool name's first :data:`NAME_LIMIT` characters:
-    ``"waitForJob"`` and ``"wait_for_job"`` are ``("wait", "for", "job")``."""
+    """:func:`split_name` of a tool name's first :data:`NAME_LIMIT` characters, memoised."""
     return _name_words(tool[:NAME_LIMIT])
 
 
 @lru_cache(maxsize=4096)
 def _name_words(name: str) -> tuple[str, ...]:
-    return tuple(word.lower() for word in _WORD.findall(name))
+    return tuple(split_name(name))
 
 
 def inferred_kind(tool: str) -> str:
@@ -98,6 +104,11 @@ def runs_command(tool: str, arguments: Any) -> bool:
     """True when the call runs a shell command or a script."""
     if type(arguments) is dict and any(type(arguments.get(key)) is str for key in _COMMAND_ARGUMENTS):
         return True
+    return _is_command_tool(tool)
+
+
+def _is_command_tool(tool: str) -> bool:
+    """True when the tool's name says it runs shell commands (``bash``, ``run_cmd``)."""
     return not _COMMAND_TOOL_WORDS.isdisjoint(name_words(tool))
 
 
@@ -120,7 +131,7 @@ def sleeps(tool: str, arguments: Any) -> bool:
             if key in _SCRIPT_ARGUMENTS:
                 return True
             if command_tool is None:
-                command_tool = not _COMMAND_TOOL_WORDS.isdisjoint(name_words(tool))
+                command_tool = _is_command_tool(tool)
             if command_tool:
                 return True
     return False

@@ -15,7 +15,7 @@ import pytest
 
 from loopguard.observations import normalize, observe
 from loopguard.policy import load_policy
-from loopguard.tool_names import inferred_kind, runs_command, sleeps, writes_by_name
+from loopguard.tool_names import inferred_kind, runs_command, sleeps, split_name, writes_by_name
 from loopguard.traces import replay_file
 from loopguard.traces.report import RunReport
 
@@ -245,6 +245,9 @@ def test_tool_names_and_arguments_read_without_traits() -> None:
     ]
     assert [writes_by_name(name) for name in ("edit_file", "sendEmail", "update_reservation", "get_user", "search", "settings")] == [
         True, True, True, False, False, False,
+    ]
+    assert [split_name(name) for name in ("waitForJob", "wait_for_job", "X-Request-Id", "HTTPStatus")] == [
+        ["wait", "for", "job"], ["wait", "for", "job"], ["x", "request", "id"], ["http", "status"],
     ]
     assert runs_command("run", {"command": "ls"}) and runs_command("bash", {}) and not runs_command("search", {"q": "bash"})
     assert sleeps("bash", {"command": "sleep 60; dig +short host"})

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
 from ..signature import is_digest_placeholder
+from ..tool_names import split_name
 from .base import BoundedMap, CallRecord, RunMemory, describe
 
 #: Score of the pagination context signal: below any sensible warn threshold on purpose.
@@ -67,8 +68,6 @@ _RANGE_WORDS = _LOW_WORDS | _HIGH_WORDS | _LENGTH_WORDS
 # Whole names, as word tuples: a page number, and a range given as a [low, high] list.
 _PAGE_NAMES = frozenset({("page",), ("pagenumber",), ("page", "number"), ("page", "num"), ("page", "no"), ("page", "index")})
 _BOUNDS_LIST_NAMES = frozenset({("range",), ("view", "range"), ("viewrange",), ("line", "range"), ("lines",)})
-# Words of a key: snake_case, kebab-case and camelCase ("startLine", "MaxKeys", "HTTPStatus").
-_KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 #: Low bounds, and high bounds or lengths, that are paired at most (the first ones written).
 _BOUNDS_PAIRED = 16
@@ -131,10 +130,10 @@ def _classify(key: str) -> _KeyKind:
     is a low bound with qualifier {"name"} (harmless: its values are not numbers).
     """
     if key.lower() in _THROWAWAY_KEYS:
-        return _KeyKind(_THROWAWAY, marks_shape=True)
-    words = tuple(word.lower() for word in _KEY_WORD.findall(key))
+        return _THROWAWAY_KIND
+    words = tuple(split_name(key))
     if "_".join(words) in _THROWAWAY_KEYS or "".join(words) in _THROWAWAY_KEYS or "_".join(words[-2:]) in _THROWAWAY_KEYS:
-        return _KeyKind(_THROWAWAY, marks_shape=True)  # "Idempotency-Key", "requestId", "X-Request-Id"
+        return _THROWAWAY_KIND  # "Idempotency-Key", "requestId", "X-Request-Id"
     if words in _PAGE_NAMES:
         return _KeyKind(_PAGE, marks_shape=True)
     if words in _BOUNDS_LIST_NAMES:

@@ -315,7 +315,7 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
                 if _NESTED_QUANTIFIER.search(pattern.value):
                     return _raise("regular expression with a quantified group inside a quantifier can take exponential time; simplify it", pattern.col_offset)
     parsed = simpleeval.SimpleEval().parse(text.strip())
-    return CompiledCondition(text, frozenset(names), parsed, _attributes_read(tree))
+    return CompiledCondition(text, frozenset(names), parsed, _attributes_read(tree, called))
 
 
 def _characters(text: str, byte_offset: int) -> int:
@@ -323,10 +323,11 @@ def _characters(text: str, byte_offset: int) -> int:
     return len(text.strip().encode("utf-8")[:byte_offset].decode("utf-8", "ignore"))
 
 
-def _attributes_read(tree: ast.AST) -> dict[str, frozenset[str] | None]:
+def _attributes_read(tree: ast.AST, called: set[int]) -> dict[str, frozenset[str] | None]:
+    """root name → the attributes a condition reads of it, or ``None`` when it needs the root
+    whole; ``called`` holds the ids of the attribute nodes that are called as methods."""
     read: dict[str, set[str] | None] = {}
     under_attribute: set[int] = set()
-    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and id(node) in called:
             under_attribute.add(id(node.value))
