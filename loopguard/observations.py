@@ -31,6 +31,8 @@ def _ascii_twin(pattern: re.Pattern[str]) -> re.Pattern[str]:
 
 #: Outputs are compared on at most this many characters (plus a digest of the rest).
 MAX_COMPARED = 2048
+#: Characters kept from the end of an output longer than MAX_COMPARED (see Observation.end).
+END_KEPT = 256
 
 # All volatile parts contain a digit, so text without digits skips every pattern below;
 # patterns run on lowercased text (case-sensitive matching is much faster in ``re``).
@@ -533,6 +535,8 @@ class Observation:
 
     Attributes:
         text: the output as text (its first :data:`MAX_COMPARED` characters).
+        end: for a longer output, its last :data:`END_KEPT` characters (where APIs put the next
+            page's cursor), else ``""``.
         exact: digest of the whole text.
         skeleton: digest of the text without digits and hex letters (equal for outputs
             that differ only in volatile parts; a cheap first test).
@@ -542,13 +546,17 @@ class Observation:
         shape: for failures, the digest of the normalised text with all numbers removed.
     """
 
-    __slots__ = ("text", "exact", "skeleton", "empty", "error", "failure_class", "shape", "_tail", "_fingerprint")
+    __slots__ = ("text", "end", "exact", "skeleton", "empty", "error", "failure_class", "shape", "_tail", "_fingerprint")
 
     def __init__(self, text: str, error: bool, failure_class: str | None, lowered: str | None = None) -> None:
         """``lowered`` is ``text[:MAX_COMPARED].lower()`` when the caller has it already."""
         self.exact = hash(text)
-        self._tail = hash(text[MAX_COMPARED:]) if len(text) > MAX_COMPARED else None
-        self.text = text[:MAX_COMPARED]
+        if len(text) > MAX_COMPARED:
+            self._tail = hash(text[MAX_COMPARED:])
+            self.end = text[-END_KEPT:]
+            self.text = text[:MAX_COMPARED]
+        else:
+            self._tail, self.end, self.text = None, "", text
         if lowered is None:
             lowered = self.text.lower()
         ascii_text = lowered.isascii()

@@ -84,8 +84,6 @@ BLIND_EXCEPTIONS = {
     # The same empty check three times with no wait between is the rw03 shape; only a wait
     # or a sleep tells a poll from an agent that does not read its results.
     "hx05-ticket-thread-poll-for-reply": "false_alarm",
-    # A cursor that wraps to the start is read as new pages: caught one step late, by the cycle.
-    "st31-cursor-wraps-around-to-start": "late",
     # Results that mention "keeps running" read as a pending state, so the repeats look like a
     # poll; and rewordings of a query with the same results share too few words.
     "st35-near-dup-reworded-query-same-results": "missed",
@@ -104,8 +102,6 @@ BLIND_EXCEPTIONS = {
     # {"active": 1, "succeeded": 0, "failed": 0} three times with no wait: "failed" as a
     # key reads as a final state, so the job poll is no pending poll.
     "k8s-job-poll-identical-active": "false_alarm",
-    # Cursor pages that wrap around to items already read, each with a new cursor in the reply.
-    "s-page-wrap-cursor": "missed",
 }
 
 

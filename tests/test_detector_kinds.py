@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from loopguard import Guard, ToolCall, ToolResult
 from loopguard.observations import normalize, observe
 from loopguard.policy import load_policy
 from loopguard.tool_names import inferred_kind, runs_command, sleeps, split_name, writes_by_name
@@ -401,3 +402,63 @@ def test_a_time_taken_is_no_news_and_no_x_found_is_empty(policy, tmp_path: Path)
     assert [observe(text).empty for text in ("No customer found.", "no matching user found", "No issues found.", "No module named foo")] == [
         True, True, False, False,
     ]
+
+
+def pending_messages(policy, steps: list[dict[str, Any]]) -> list[list[str]]:
+    """The signal messages of each pending call when ``steps`` run through a live session."""
+    session = Guard.from_policy(policy).session()
+    messages = []
+    for entry in steps:
+        call = ToolCall(entry["tool"], entry["args"])
+        messages.append([signal.message for signal in session.before_call(call).signals])
+        session.after_call(call, ToolResult(entry["output"]))
+    return messages
+
+
+def _cursor_pages(replies: list[tuple[str, str | None]], first_arguments: dict[str, Any], cursor_key: str = "cursor") -> list[dict[str, Any]]:
+    """One list call per (items, next cursor) reply, each following the previous reply's cursor."""
+    steps, cursor = [], None
+    for items, next_cursor in replies:
+        arguments = dict(first_arguments) if cursor is None else {**first_arguments, cursor_key: cursor}
+        steps.append(step("list_products", arguments, json.dumps({"items": items, "next_cursor": next_cursor})))
+        cursor = next_cursor
+    return steps
+
+
+def test_a_cursor_that_wraps_around_is_caught_with_the_same_or_fresh_cursors(policy, tmp_path: Path) -> None:
+    pages = ["SKU-0001..SKU-0050", "SKU-0051..SKU-0100", "SKU-0101..SKU-0133"]
+    # The last page's cursor leads back to the first page, whose reply carries its cursor again.
+    same_cursors = _cursor_pages([(pages[index % 3], ["Y3Vyc29yOjUw", "Y3Vyc29yOjEwMA", "Y3Vyc29yOjA"][index % 3]) for index in range(8)], {"limit": 50})
+    report = replay(policy, tmp_path, same_cursors)
+    assert first(report) == (4, "replan")
+    assert "near_duplicate/pagination" in signals_at(report, 4)
+    # Every reply carries a fresh cursor while the items wrap: only the pages, with their
+    # cursors set aside, tell that the data was read before.
+    fresh_cursors = _cursor_pages([(pages[index % 3], f"c{index + 2}") for index in range(8)], {"limit": 50})
+    report = replay(policy, tmp_path, fresh_cursors)
+    assert first(report) == (5, "replan")
+    messages = pending_messages(policy, fresh_cursors)
+    assert messages[1] == messages[2] == messages[3] == ["list_products follows the cursor of its previous page"]
+    assert messages[4] == ["list_products follows the cursor of its previous page, a page it had read before"]
+
+
+def test_cursor_paging_to_its_end_and_calls_that_only_look_like_it_are_healthy(policy, tmp_path: Path) -> None:
+    # Pages of one shape, the cursor at the end of a long page (Notion, Slack, S3 shapes).
+    rows = lambda first_id: [{"id": f"p-{number:05d}", "title": f"Runbook {number}", "owner": "ops"} for number in range(first_id, first_id + 60)]
+    long_pages = [
+        step("notion_query", {"database_id": "db-1"} | ({} if index == 0 else {"start_cursor": f"cur-{index}"}),
+             json.dumps({"results": rows(index * 60), "has_more": index < 3, "next_cursor": f"cur-{index + 1}" if index < 3 else None}))
+        for index in range(4)
+    ]
+    assert len(long_pages[0]["output"]) > 3000
+    report = replay(policy, tmp_path, long_pages)
+    assert report.verdict.value == "continue"
+    assert pending_messages(policy, long_pages)[1:] == [["notion_query follows the cursor of its previous page"]] * 3
+    # A browser agent clicks refs taken from snapshots that look alike: following a value
+    # from the previous output is no wrap-around while the pages change.
+    snapshot = "- textbox \"Name\" [ref=e{0}]\n- textbox \"Email\" [ref=e{1}]\n- button \"Next\" [ref=e{2}]\nstep {3} of 4"
+    clicks = [step("browser_click", {"ref": f"e{3 * index + 2}"} if index else {"ref": "start"}, snapshot.format(3 * (index + 1), 3 * (index + 1) + 1, 3 * (index + 1) + 2, index + 1)) for index in range(4)]
+    assert replay(policy, tmp_path, clicks).verdict.value == "continue"
+    # An event stream polled with a since-token: empty polls carry a fresh token and are no pages.
+    stream = [step("get_events", {"topic": "deploys"} | ({"since": f"tok-{index}"} if index else {}), json.dumps({"events": [] if index % 2 else [{"id": index}], "next": f"tok-{index + 1}"})) for index in range(8)]
+    assert first(replay(policy, tmp_path, stream)) is None

@@ -11,9 +11,16 @@ Compares a pending call with the last ``window`` calls of the same tool:
   words of its keys, not by a list of spellings (see ``_classify``): a low bound
   (offset, start, from, skip, …) paired with a high bound (end, to, …) or a length
   (limit, rows, size, …), a page number, or a two-number list (view_range, range, lines).
-* **pagination**: a range that advances. This is healthy alone, so it is reported
-  with a context score below every threshold; it only matters when it co-occurs
-  with no_progress (paging past the end of the data), through ``scoring.escalate``.
+* **pagination**: a range that advances, or a cursor followed: a call that differs from
+  the tool's previous call in one text value, found as a token in that call's non-empty
+  output (``next_cursor``, ``starting_after``, a page token). This is healthy alone, so it
+  is reported with a context score below every threshold; it only matters when it
+  co-occurs with no_progress (paging past the end of the data), through
+  ``scoring.escalate``.
+* **wrapped cursor**: a page reached by a cursor that says what an earlier page of the tool
+  said, once the cursors in them are set aside. The cursor then leads where it led before,
+  so the next page can only repeat what was read (``record.repeats_known``): a cursor that
+  wraps around to the first page.
 
 An agent's own messages (no tool call) are compared the same way with the messages it wrote
 since the last news, at ``message_similarity``: a paraphrased monologue.
@@ -36,6 +43,12 @@ from .base import BoundedMap, CallRecord, RunMemory, describe
 
 #: Score of the pagination context signal: below any sensible warn threshold on purpose.
 PAGINATION_SCORE = 0.3
+#: Shortest cursor recognised (a cursor "c2" is as short as they come).
+CURSOR_MIN_LENGTH = 2
+#: Page digests kept per tool that follows cursors (to tell a page already read).
+PAGES_REMEMBERED = 64
+#: Kinds whose calls never page.
+_NEVER_PAGES = frozenset({"write", "handoff", "think", "wait"})
 
 _THROWAWAY_KEYS = frozenset(
     {
@@ -420,6 +433,10 @@ class NearDuplicate:
         self._messages: BoundedMap[str, _Said] = BoundedMap(64)
         self._messages_at = 0
         self._last_speaker: tuple[str, int] | None = None  # (message pseudo-tool, tool calls then) of the latest message
+        # Each tool's latest call (its output arrives on the record), to tell a cursor followed,
+        # and the digests of the pages that tools reached by cursors returned.
+        self._previous: dict[str, CallRecord] = {}
+        self._pages: BoundedMap[str, _Pages] = BoundedMap(_TOOLS_REMEMBERED)
 
     def reconfigure(self, config: NearDuplicateDetector) -> None:
         self.config = config
@@ -429,12 +446,13 @@ class NearDuplicate:
         self._weight, self._pagination_score = config.weight, min(PAGINATION_SCORE, config.weight)
 
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
+        paging = self._follows_cursor(record)
         stats = record.stats
         shape = stats.arguments_shape  # read once per signature: arguments never change
         if shape is None:
             shape = stats.arguments_shape = self._read(record)
         if shape is _PLAIN:
-            return None  # exact values only: a near-duplicate would be an identical call, the repeat detector's job
+            return paging  # exact values only: a near-duplicate would be an identical call, the repeat detector's job
         tool = record.signature.tool
         recent = self._recent.get(tool)
         if recent is None or recent.maxlen != self._window:
@@ -444,7 +462,7 @@ class NearDuplicate:
         # either all of them have one or none has.
         structure, span = shape.structure, shape.span
         if span is not None:
-            return self._ranged(record, shape, span, [entry for entry in recent if entry[0].structure == structure], recent)
+            return self._ranged(record, shape, span, [entry for entry in recent if entry[0].structure == structure], recent) or paging
         similar = 1
         signatures = {shape.signature}
         words, similarity = shape.words, self._similarity
@@ -461,7 +479,7 @@ class NearDuplicate:
                 message=f"{tool} is called {similar} times with arguments that differ only in wording or throwaway values",
                 evidence={"call": record.index, "similar_calls": similar},
             )
-        return None
+        return paging
 
     def message(self, record: CallRecord, text: str, memory: RunMemory) -> Signal | None:
         """Judge an agent's message (``record`` is its pseudo-call ``message:AGENT``).
@@ -511,6 +529,58 @@ class NearDuplicate:
             {"call": record.index, "similar_messages": similar},
         )
 
+    def _follows_cursor(self, record: CallRecord) -> Signal | None:
+        """The pagination signal when the call follows a cursor from the tool's previous output
+        (see the module docstring); a page reached through a wrapped cursor marks the call
+        ``repeats_known``. Cost: two dict operations for most calls, one pass over the
+        arguments when the previous call of the tool had a non-empty output."""
+        tool = record.signature.tool
+        previous_calls = self._previous
+        previous = previous_calls.get(tool)
+        previous_calls[tool] = record
+        if previous is None:
+            if len(previous_calls) > _TOOLS_REMEMBERED:
+                del previous_calls[next(iter(previous_calls))]  # bounded: tool names come from the agent
+            return None
+        observation = previous.observation
+        if observation is None or observation.error or observation.empty or record.tool_kind in _NEVER_PAGES:
+            return None
+        arguments, before = record.signature.arguments, previous.signature.arguments
+        if type(arguments) is not dict or type(before) is not dict or not 0 <= len(arguments) - len(before) <= 1:
+            return None
+        # One text value changed, or one key added, and nothing else: a cursor followed, when
+        # it can be one (a reworded query is none).
+        cursor = None
+        for key, value in arguments.items():
+            if before.get(key, _ABSENT) != value:
+                if cursor is not None or type(value) is not str:
+                    return None
+                cursor = value
+        if cursor is None or len(cursor) < CURSOR_MIN_LENGTH or " " in cursor or not cursor.isprintable():
+            return None
+        text, end = observation.text, observation.end
+        if not ((cursor in text and _holds_token(text, cursor)) or (end and cursor in end and _holds_token(end, cursor))):
+            return None
+        # The page the cursor came from, without the cursors in it: a wrapped cursor's pages say
+        # the same as before around new cursors (or the same cursors again).
+        page = hash((observation.text.replace(cursor, "\x00"), observation.end.replace(cursor, "\x00")))
+        pages = self._pages.get(tool)
+        if pages is None:
+            pages = _Pages()
+            self._pages.put(tool, pages)
+        wrapped = pages.known(page)
+        if wrapped:
+            record.repeats_known = True  # the cursor leads where it led before
+        if not self._active:
+            return None
+        return Signal(
+            self.name,
+            "pagination",
+            self._pagination_score,
+            f"{tool} follows the cursor of its previous page" + (", a page it had read before" if wrapped else ""),
+            {"call": record.index, "cursor": cursor[:40], "page_read_before": wrapped},
+        )
+
     def news(self) -> None:
         """A user message: the agent's earlier messages no longer count as said since the last news."""
         self._messages.clear()
@@ -536,7 +606,8 @@ class NearDuplicate:
     ) -> Signal | None:
         """A call with a range, given the recent calls that differ from it only in their range."""
         reread = _inside(span, [entry[0].span for entry in earlier]) if earlier else False  # type: ignore[misc]
-        record.repeats_known = reread  # its result can only repeat what was read (no_progress)
+        if reread:
+            record.repeats_known = True  # its result can only repeat what was read (no_progress)
         recent.append((shape, reread))
         if not self._active:
             return None
@@ -561,6 +632,46 @@ class NearDuplicate:
                 {"call": record.index, "range": list(span)},
             )
         return None
+
+
+_TOOLS_REMEMBERED = 256
+_ABSENT = object()
+
+
+class _Pages:
+    """Digests of the pages one tool returned before a cursor was followed (bounded)."""
+
+    __slots__ = ("order", "seen")
+
+    def __init__(self) -> None:
+        self.order: deque[int] = deque()
+        self.seen: set[int] = set()
+
+    def known(self, page: int) -> bool:
+        """Whether ``page`` was seen before; remember it."""
+        if page in self.seen:
+            return True
+        self.seen.add(page)
+        self.order.append(page)
+        if len(self.order) > PAGES_REMEMBERED:
+            self.seen.discard(self.order.popleft())
+        return False
+
+
+def _holds_token(text: str, token: str) -> bool:
+    """Whether ``token`` occurs in ``text`` as a whole token: not inside a longer word ("c2"
+    is not found in "abc2")."""
+    start = text.find(token)
+    while start >= 0:
+        end = start + len(token)
+        if (start == 0 or not _word_character(text[start - 1])) and (end == len(text) or not _word_character(text[end])):
+            return True
+        start = text.find(token, start + 1)
+    return False
+
+
+def _word_character(character: str) -> bool:
+    return character.isalnum() or character == "_"
 
 
 def _inside(span: tuple[float, float], covered: list[tuple[float, float]]) -> bool:
