@@ -79,8 +79,6 @@ BLIND_EXCEPTIONS = {
     "st-ident-02-grep": "premature",
     # Paging backwards by a moving `latest` timestamp is not recognised as paging.
     "st-page-05-history": "missed",
-    # Line ranges written inside a shell command (sed -n '40,60p') are not read as ranges.
-    "st-near-05-sed-ranges": "missed",
     # The same empty check three times with no wait between is the rw03 shape; only a wait
     # or a sleep tells a poll from an agent that does not read its results.
     "hx05-ticket-thread-poll-for-reply": "false_alarm",

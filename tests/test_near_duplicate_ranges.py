@@ -9,7 +9,7 @@ import pytest
 
 from loopguard import Guard, ToolCall, ToolResult
 from loopguard.detectors import near_duplicate
-from loopguard.detectors.near_duplicate import _kind_of, _plain, _range_of
+from loopguard.detectors.near_duplicate import _command_line_range, _kind_of, _plain, _range_of
 
 
 def default_session():
@@ -203,3 +203,20 @@ def test_only_the_first_bounds_are_paired() -> None:
     assert tuple(_range_of(arguments)) == ((0.0, 50.0), ("start_0", "end_0"))
     late = {**{f"start_{index}": 0 for index in range(16)}, "start_19": 1900, "end_19": 1950}
     assert tuple(_range_of(late)) == ((0.0, 1.0), ("start_0",))  # start_19 is pairable, but not among the first 16 low bounds
+
+
+def test_line_ranges_printed_by_shell_commands_are_ranges() -> None:
+    assert _command_line_range("sed -n '47900,47960p' logs/worker-3.log") == ((47900.0, 47961.0), "<lines> logs/worker-3.log")
+    assert _command_line_range('nl -ba src/app.py | sed -n "120,+40p"') == ((120.0, 161.0), "nl -ba src/app.py | <lines>")
+    assert _command_line_range("awk 'NR>=10 && NR<=20' f.txt") == ((10.0, 21.0), "awk '<lines>' f.txt")
+    assert [_command_line_range(command) for command in ("sed -i 's/a/b/' f", "sed -n '/start/,/end/p' f", "sed -n 5,3p f")] == [None, None, None]
+    # Shifted views of one unchanged log: the third view is the second re-read (blind case st-near-05).
+    lines = "2024-05-14T09:18:20Z INFO worker-3 req={} processed batch ok"
+    views = ["47900,47960p", "47890,47970p", "47900,47960p", "47895,47965p"]
+    decisions = run("bash", [{"command": f"sed -n '{view}' logs/worker-3.log"} for view in views], [lines.format(index) for index in range(4)])
+    assert near_duplicate_signals(decisions[3][0]) == [("reread_range", [47895.0, 47966.0])]
+    assert decisions[3][1].action.value == "replan"
+    # Paging through a file with sed is pagination, and healthy.
+    pages = run("bash", [{"command": f"nl -ba src/app.py | sed -n '{start},{start + 79}p'"} for start in (1, 81, 161)], ["code 1", "code 2", "code 3"])
+    assert [near_duplicate_signals(before) for before, _ in pages] == [[], [("pagination", [81.0, 161.0])], [("pagination", [161.0, 241.0])]]
+    assert {after.action.value for _, after in pages} == {"continue"}

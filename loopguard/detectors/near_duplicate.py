@@ -320,6 +320,14 @@ def shape_of(record: CallRecord) -> _Shape:
         if isinstance(value, str):
             if _is_volatile(value.strip()):
                 continue
+            if span is None and ("sed" in value or "NR" in value):
+                lines = _command_line_range(value)
+                if lines is not None:
+                    # A command that prints a line range (sed -n '40,60p' log): the range is
+                    # compared on its own, the rest of the command exactly.
+                    span, command = lines
+                    exact.append((key, command))
+                    continue
             # A placeholder for a cut value is exact, not wording: two different ones share all their words.
             if " " in value.strip() and not is_digest_placeholder(value):
                 text_keys.append(key)
@@ -328,6 +336,29 @@ def shape_of(record: CallRecord) -> _Shape:
         exact.append((key, value if isinstance(value, (str, int, float, bool, type(None))) else repr(_stable(value, 0))[:500]))
     structure = (record.tool, tuple(exact), tuple(text_keys), span is not None)
     return _Shape(record.signature.key, structure, frozenset(words), span, "" if span is None else f"{span[0]:g}–{span[1]:g}")
+
+
+# The line range a shell command prints: sed -n '40,60p' (or 40,+20p), awk 'NR>=40 && NR<=60'.
+_SED_LINES = re.compile(r"\bsed\s+(?:-\w+\s+)*-n\s+(?:-\w+\s+)*['\"]?(\d+),(\+?)(\d+)p['\"]?")
+_AWK_LINES = re.compile(r"\bNR\s*>=?\s*(\d+)\s*&&\s*NR\s*<(=?)\s*(\d+)")
+
+
+def _command_line_range(command: str) -> tuple[tuple[float, float], str] | None:
+    """The lines ``command`` prints, as (first, last + 1), and the command with the range
+    replaced by ``<lines>``; ``None`` when it names no line range (only the first counts)."""
+    found = _SED_LINES.search(command)
+    if found is not None:
+        first, relative, last = int(found[1]), found[2], int(found[3])
+        high = first + last + 1 if relative else last + 1
+    else:
+        found = _AWK_LINES.search(command)
+        if found is None:
+            return None
+        first, inclusive, last = int(found[1]), found[2], int(found[3])
+        high = last + 1 if inclusive else last
+    if high <= first:
+        return None
+    return (float(first), float(high)), command[: found.start()] + "<lines>" + command[found.end() :]
 
 
 def _stable(value: Any, depth: int) -> Any:
