@@ -165,7 +165,7 @@ _ENVELOPE_WORDS = frozenset(
     "metadata meta response links link request trace correlation id at max results items hits records entries rows "
     "matches found returned remaining expand fields sort filter filters include select format timed out truncated "
     "row item record entry hit match result estimate estimated object type url shards successful skipped failed value "
-    "relation score "
+    "relation score scanned "
     "schema".split()
 )
 # Lists under these keys may hold something and still leave the answer empty (advice, links).
@@ -174,6 +174,9 @@ _ENVELOPE_LISTS = frozenset({"warning", "warnings", "note", "notes", "link", "li
 # found ("errors", "validation_errors").
 _NOT_ANSWERS = frozenset({"error", "errors", "warning", "warnings", "failure", "failures", "note", "notes"})
 _DATA, _ENVELOPE_ONLY, _EMPTY_ANSWER = 0, 1, 2
+#: Words of keys whose object describes the response, whatever it holds (boto3's ResponseMetadata,
+#: HTTP headers).
+_RESPONSE_DESCRIPTIONS = frozenset({"metadata", "headers"})
 
 
 def _says_empty(stripped: str, ascii_text: bool) -> bool:
@@ -203,7 +206,9 @@ def is_empty_envelope(text: str) -> bool:
     """True for a JSON object whose collections are all empty and whose other fields only
     describe the request or its paging: an empty answer in an API's envelope, such as
     ``{"users": [], "total": 68, "offset": 75}``, ``{"matches": [], "request_id": "r-1"}`` or
-    ``{"took": 38, "hits": {"total": 0, "events": []}}``. ``{"id": "u1", "name": "Bob",
+    ``{"took": 38, "hits": {"total": 0, "events": []}}`` or ``{"Items": [], "Count": 0,
+    "ResponseMetadata": {...}}`` (an object under a key naming metadata or headers only
+    describes the response). ``{"id": "u1", "name": "Bob",
     "roles": []}`` is a record, and ``{"errors": []}`` no answer."""
     try:
         data = json.loads(text)
@@ -226,6 +231,8 @@ def _envelope(data: dict[str, Any], depth: int) -> int:
         if kind is list or kind is dict:
             if not value:
                 found = found or _NOT_ANSWERS.isdisjoint(split_name(key))
+            elif kind is dict and not _RESPONSE_DESCRIPTIONS.isdisjoint(split_name(key)):
+                continue  # {"ResponseMetadata": {"RequestId": ..., "HTTPHeaders": {...}}} describes the response
             elif kind is dict and depth < 3:
                 inner = _envelope(value, depth + 1)  # {"hits": {"total": 0, "events": []}}
                 if inner == _DATA:
@@ -425,6 +432,18 @@ _ERROR_START_ASCII = _ascii_twin(_ERROR_START)
 # JSON that opens with an empty error field reports no error: {"error": null, "results": [...]}.
 _NO_ERROR_FIELD = re.compile(r'\s*\{\s*"(?:error|errors|exception|failed|failure|failures)"\s*:\s*(?:null|false|""|\[\s*\]|\{\s*\}|0)\s*[,}]')
 _EXIT_CODE = re.compile(r"\[?exit(?:ed)?(?: with)? (?:code|status)[:= ]*([1-9]\d*)\]?")
+
+
+def exit_status_only(text: str) -> int | None:
+    """The exit status of a command whose output is nothing but its exit status
+    (``"[exit code 1]"``, ``"Exit code: 1"``), else ``None``."""
+    if len(text) > 80:
+        return None
+    lowered = text.lower()
+    found = _EXIT_CODE.search(lowered)
+    if found is None or (lowered[: found.start()] + lowered[found.end() :]).strip(" \t\n\r.()[]:") != "":
+        return None
+    return int(found.group(1))
 
 
 def status_code(text: str) -> int | None:

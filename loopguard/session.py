@@ -30,16 +30,18 @@ from .detectors.handoff import Handoff
 from .detectors.near_duplicate import NearDuplicate
 from .detectors.no_progress import NoProgress
 from .detectors.repeat import Repeat
-from .observations import message_body, observe
+from .observations import Observation, exit_status_only, message_body, observe
 from .policy.compile import CompiledPolicy, CompiledRule, ToolProfile
 from .rules import evaluate_rules
 from .signature import signature_of
-from .tool_names import only_sleeps
+from .tool_names import only_sleeps, searches
 
 _CONTINUE = GuardAction.CONTINUE
 _STOP = GuardAction.STOP
 _ALLOW_KIND = VerdictKind.ALLOW
 _IN_FLIGHT_LIMIT = 1024  # pending calls remembered until their results
+_NO_MATCH = Observation("[no match: exit status 1]", False, None)  # what a search that matched nothing answered
+_NO_MATCH.empty = True
 _SEVERITY = {action.value: index for index, action in enumerate(GuardAction)}
 _REPLAN_SEVERITY = _SEVERITY["replan"]
 
@@ -318,10 +320,13 @@ class Session:
                 signatures.move_to_end(key)
                 if known is not record.stats:
                     record.stats = known  # another call of this signature got its result first
-            observation = record.observation = observe(result.output, result.error)
+            observation = observe(result.output, result.error)
             if observation.error:
-                run.failures += 1
-                turn.failures += 1
+                observation = _no_match_or_failure(record, observation)
+                if observation.error:
+                    run.failures += 1
+                    turn.failures += 1
+            record.observation = observation
             signals = list(carried) if carried else []
             memory = self._memory
             progress_signal, stale = self._no_progress.result(record, memory)
@@ -613,6 +618,14 @@ class Session:
         record.index = self._calls
         self._calls += 1
         return record, ()
+
+
+def _no_match_or_failure(record: CallRecord, observation: Observation) -> Observation:
+    """A search command that printed nothing but exit status 1 found no match (POSIX grep):
+    an empty answer, not a failure; any other failure as it is."""
+    if exit_status_only(observation.text) == 1 and searches(record.signature.tool, record.signature.arguments):
+        return _NO_MATCH
+    return observation
 
 
 def _detector_verdict(action: GuardAction, signals: tuple[Signal, ...], verdict: Verdict) -> Verdict:

@@ -11,7 +11,9 @@ few facts are read from names and arguments:
   calls is not "nothing new";
 * a call that runs a command (a ``command`` / ``cmd`` / ``script`` argument, or a tool
   named ``bash``, ``shell``, ...) may print nothing when it succeeds (``tsc``, ``cp``);
-* a command that sleeps before it checks (``sleep 60; dig +short host``) polls.
+* a command that sleeps before it checks (``sleep 60; dig +short host``) polls;
+* a command that ends with a text search (``grep -rn X src/``) exits with status 1 when
+  nothing matched: an empty answer, not a failure.
 
 Each answer is memoised by tool name, or computed once per call signature by the caller.
 """
@@ -110,6 +112,28 @@ def runs_command(tool: str, arguments: Any) -> bool:
 def _is_command_tool(tool: str) -> bool:
     """True when the tool's name says it runs shell commands (``bash``, ``run_cmd``)."""
     return not _COMMAND_TOOL_WORDS.isdisjoint(name_words(tool))
+
+
+#: Commands whose exit status 1 means "no line matched" (POSIX grep; rg, ag, ack, git grep alike).
+_SEARCH_COMMANDS = frozenset({"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "findstr", "select-string"})
+#: Words that may come before the search command in its pipeline stage ("git grep", "xargs grep").
+_COMMAND_PREFIXES = frozenset({"git", "xargs", "sudo", "command", "exec", "time", "nice"})
+_STAGES = re.compile(r"\|\|?|&&|;|\n")
+
+
+def searches(tool: str, arguments: Any) -> bool:
+    """True when the call's command ends with a text search (the last stage of its pipeline
+    is ``grep``, ``rg``, ``ag``, ``ack``, ``git grep``, ``findstr``, ...), or the tool is
+    named for one (``grep``, ``ripgrep_search``)."""
+    if type(arguments) is dict:
+        command = next((arguments[key] for key in _COMMAND_ARGUMENTS if type(arguments.get(key)) is str), None)
+        if command is not None:
+            words = _STAGES.split(command[-1000:])[-1].split()
+            while words and (words[0] in _COMMAND_PREFIXES or words[0].startswith("-")):
+                del words[0]  # "git grep", "xargs -0 grep"
+            return bool(words) and words[0].rsplit("/", 1)[-1].lower() in _SEARCH_COMMANDS
+    words = name_words(tool)
+    return "grep" in words or "ripgrep" in words
 
 
 def only_sleeps(arguments: Any) -> bool:

@@ -75,8 +75,6 @@ BLIND_EXCEPTIONS = {
     # A 400 context_length_exceeded is read as a permanent failure (invalid request), so the
     # second identical one stops at once; its writer would accept step 2 as well.
     "k9a-openai-context-condense-loop": "premature",
-    # grep's "[exit code 1]" (no match) reads as a failure: replan at the second identical one.
-    "st-ident-02-grep": "premature",
     # Paging backwards by a moving `latest` timestamp is not recognised as paging.
     "st-page-05-history": "missed",
     # The same empty check three times with no wait between is the rw03 shape; only a wait

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from loopguard import Guard, ToolCall, ToolResult
-from loopguard.observations import normalize, observe
+from loopguard.observations import exit_status_only, normalize, observe
 from loopguard.policy import load_policy
-from loopguard.tool_names import inferred_kind, runs_command, sleeps, split_name, writes_by_name
+from loopguard.tool_names import inferred_kind, runs_command, searches, sleeps, split_name, writes_by_name
 from loopguard.traces import replay_file
 from loopguard.traces.report import RunReport
 
@@ -462,3 +462,23 @@ def test_cursor_paging_to_its_end_and_calls_that_only_look_like_it_are_healthy(p
     # An event stream polled with a since-token: empty polls carry a fresh token and are no pages.
     stream = [step("get_events", {"topic": "deploys"} | ({"since": f"tok-{index}"} if index else {}), json.dumps({"events": [] if index % 2 else [{"id": index}], "next": f"tok-{index + 1}"})) for index in range(8)]
     assert first(replay(policy, tmp_path, stream)) is None
+
+
+def test_a_search_that_matches_nothing_is_an_empty_answer_not_a_failure(policy, tmp_path: Path) -> None:
+    grep = {"command": 'grep -rn "FEATURE_FLAG_BETA" src/'}
+    run = [step("bash", {"command": "ls src"}, "api\ncli\nflags.py\n[exit code 0]")] + [step("bash", grep, "[exit code 1]") for _ in range(4)]
+    report = replay(policy, tmp_path, run)
+    assert first(report) == (3, "stop")  # the third identical empty search, not the second "failure"
+    assert signals_at(report, 3) >= {"repeat/identical_call", "no_progress/empty_result"}
+    assert [searches("bash", {"command": command}) for command in (
+        'grep -rn "X" src/', "cd src && git grep X", "find . -name '*.py' | xargs -0 grep X", "rg foo", "grep x f | wc -l", "echo grep",
+    )] == [True, True, True, True, False, False]
+    assert (exit_status_only("[exit code 1]"), exit_status_only("Exit code: 2"), exit_status_only("src/a.py:3: x\n[exit code 1]")) == (1, 2, None)
+    # Exit status 2 is grep's own error: a permanent failure, repeated.
+    assert first(replay(policy, tmp_path, [step("bash", grep, "grep: src/: No such file or directory\n[exit code 2]")] * 3)) == (1, "stop")
+
+
+def test_an_empty_answer_beside_response_metadata_is_empty() -> None:
+    boto3 = "{'Items': [], 'Count': 0, 'ScannedCount': 0, 'ResponseMetadata': {'RequestId': 'EG52U77O', 'HTTPStatusCode': 200, 'HTTPHeaders': {'server': 'Server'}, 'RetryAttempts': 0}}"
+    assert observe(boto3).empty
+    assert not observe('{"users": [{"id": 1}], "metadata": {"request": "r-1"}}').empty

@@ -346,3 +346,10 @@ def test_a_step_key_close_to_a_known_one_is_an_error_and_other_keys_are_metadata
         f"{path}: run 'b': step 0: unknown key 'outptu' (did you mean 'output'?)",
         None,
     ]
+
+
+def test_a_message_step_may_carry_a_null_tool_and_empty_arguments() -> None:
+    [run] = parse_trace({"run_id": "r", "steps": [{"agent": "a", "tool": None, "args": {}, "output": "Fetching the next page."}]}, source="t.json")
+    assert run.error is None
+    assert kinds(run.items) == ["AgentMessage"]
+    assert run.items[0].text == "Fetching the next page."

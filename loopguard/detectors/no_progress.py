@@ -101,12 +101,13 @@ class _ToolOutputs:
         return known
 
 
-def _quiet_success(record: CallRecord) -> bool:
+def _quiet_success(record: CallRecord, observation: Observation) -> bool:
     """Whether an empty output is a command that ran quietly (``tsc``, ``cp``: silence means
     success), not "nothing found". It is then judged as any other output: silence that this
-    tool already printed is stale (a ``grep`` that keeps finding nothing)."""
+    tool already printed is stale. A command that says it found nothing ("No matches", or a
+    search's exit status 1: see the session) is an empty answer."""
     signature = record.signature
-    return runs_command(signature.tool, signature.arguments)
+    return not observation.text.strip() and runs_command(signature.tool, signature.arguments)
 
 
 def _acknowledges(record: CallRecord, observation: Observation) -> bool:
@@ -212,7 +213,7 @@ class NoProgress:
             own_stale = stale = stats.identical_pending >= patience
             stats.polling = not stale
             kind = "stalled_poll"
-        elif observation.empty and not _quiet_success(record):
+        elif observation.empty and not _quiet_success(record, observation):
             own_stale = stale = True
             kind = "empty_result"
             stats.identical_pending = 0

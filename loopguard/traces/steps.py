@@ -20,8 +20,8 @@ usage       ``usage`` (``input_tokens``/``prompt_tokens``, ``output_tokens``/``c
 A step becomes, in this order: a user message (``user``), model usage (``usage``),
 a handoff caller → agent (``caller``), then a tool call and its result (``tool``).
 A step with neither ``tool`` nor ``caller`` but with an output is an agent message; a
-step that holds call arguments (``args``, ``arguments``, ``tool_input``) but no ``tool``,
-and is no handoff, user message or model call, is an error.
+step that holds call arguments (``args``, ``arguments``, ``tool_input``; not null or
+empty) but no ``tool``, and is no handoff, user message or model call, is an error.
 ``error`` may be a boolean, null (unknown) or a string (an error message: the call
 failed, and the string is the output when there is none; ``"true"``/``"yes"``/``"1"`` and
 ``"false"``/``"no"``/``"0"`` are the booleans, and a blank one, ``"null"`` or ``"none"`` is
@@ -178,9 +178,11 @@ _CALL_ONLY_ARGS_KEYS = tuple(key for key in ARGS_KEYS if key != "input")
 
 
 def _call_arguments_key(step: Mapping[str, Any]) -> str | None:
-    """The key holding a tool call's arguments (not null), if the step has one."""
+    """The key holding a tool call's arguments, if the step has one (null or empty
+    arguments, as writers put beside an agent message's ``"tool": null``, hold none)."""
     for key in _CALL_ONLY_ARGS_KEYS:
-        if step.get(key) is not None:
+        value = step.get(key)
+        if value is not None and not (isinstance(value, (dict, list, str)) and not value):
             return key
     return None
 
