@@ -98,15 +98,46 @@ BLIND_EXCEPTIONS = {
     # {"active": 1, "succeeded": 0, "failed": 0} three times with no wait: "failed" as a
     # key reads as a final state, so the job poll is no pending poll.
     "k8s-job-poll-identical-active": "false_alarm",
+    # Round 6 (paging and token-following, written after the cursor work):
+    # A client-side pager's "Next" click: each snapshot is new text (refs renumbered); a wrap
+    # shown only by the page label is not read.
+    "b6-stuck-wrap-browser-next-button-carousel": "missed",
+    # A page number inside a URL in a shell command, and an empty JSON body after HTTP headers.
+    "b6-stuck-pastend-github-rest-page-numbers": "missed",
+    # Paging backwards by a moving `latest` timestamp (as st-page-05).
+    "b6-stuck-pastend-slack-latest-before-channel-created": "missed",
+    # A1-notation ranges (Invoices!A77:F101) are no ranges, and a reply without `values` is not empty.
+    "b6-stuck-pastend-sheets-ranges": "missed",
+    # The same update re-delivered between acknowledged replies: caught by the cycle at step 8.
+    "b6-stuck-samecursor-telegram-offset-equals-last-update": "late",
+    # The same records with a new iterator, lag and request id in each reply: new text each time.
+    "b6-stuck-samecursor-kinesis-stale-iterator": "missed",
+    # The same page re-read between appends whose acknowledgements are news: only a warning.
+    "b6-stuck-samecursor-gcal-pagetoken-duplicate-appends": "missed",
+    # Reference chains that cycle back with a fresh timing line, cookie or snapshot in each
+    # reply: the outputs differ, so the cycle reads as progress.
+    "b6-stuck-linked-dns-cname-loop": "missed",
+    "b6-stuck-linked-http-redirect-loop": "missed",
+    "b6-stuck-linked-browser-next-article-cycle": "missed",
+    # A log line "status=404" reads as a failed result, which is not stale: one step late.
+    "b6-stuck-reread-sed-line-windows": "late",
+    # Time bounds are filters by design (start_time), and --tail=N or a "bytes=A-B" header
+    # inside a command or a string is not read as a range.
+    "b6-stuck-reread-journalctl-shifting-since": "missed",
+    "b6-stuck-reread-kubectl-logs-tail-variants": "missed",
+    "b6-stuck-reread-s3-byte-range-shifting": "missed",
+    # Two identical empty long polls (timeout=50) then news: a long poll's timeout argument is
+    # not read as a wait, so this is the rw03 shape.
+    "b6-healthy-stream-telegram-getupdates-longpoll": "false_alarm",
 }
 
 
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (221 stuck, 243 healthy, in five rounds), judged as cases/README.md judges."""
+    (251 stuck, 274 healthy, in six rounds), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 221, "healthy": 243}[label]
+    assert len(judged) == {"stuck": 251, "healthy": 274}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }

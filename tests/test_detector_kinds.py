@@ -482,3 +482,22 @@ def test_an_empty_answer_beside_response_metadata_is_empty() -> None:
     boto3 = "{'Items': [], 'Count': 0, 'ScannedCount': 0, 'ResponseMetadata': {'RequestId': 'EG52U77O', 'HTTPStatusCode': 200, 'HTTPHeaders': {'server': 'Server'}, 'RetryAttempts': 0}}"
     assert observe(boto3).empty
     assert not observe('{"users": [{"id": 1}], "metadata": {"request": "r-1"}}').empty
+
+
+def test_a_wrapped_cursor_is_caught_through_request_ids_and_echoed_cursors(policy, tmp_path: Path) -> None:
+    # S3-like replies echo the token they were asked with and carry their own request ids; the
+    # items of page 3 are page 0's again. Page bodies differ only in those.
+    items = [["a.csv", "b.csv"], ["c.csv", "d.csv"], ["e.csv"]]
+    steps, token = [], None
+    for index in range(8):
+        reply = {"RequestId": f"REQ{index}X7Q", "IsTruncated": True, "Contents": items[index % 3], "NextContinuationToken": f"tok/{index + 1}=="}
+        if token is not None:
+            reply["ContinuationToken"] = token
+        steps.append(step("s3.list_objects_v2", {"Bucket": "lake", "MaxKeys": 2} | ({"ContinuationToken": token} if token else {}), repr(reply)))
+        token = reply["NextContinuationToken"]
+    assert first(replay(policy, tmp_path, steps)) == (5, "replan")
+    # A cursor written inside a data field is data: Stripe pages that name their last id stay new.
+    pages = [step("list_charges", {"limit": 100} | ({"starting_after": f"ch_{index * 100}"} if index else {}),
+                  repr({"data": f"100 charges ch_{index * 100 + 1}..ch_{index * 100 + 100}", "has_more": True, "next": f"ch_{index * 100 + 100}"}))
+             for index in range(5)]
+    assert first(replay(policy, tmp_path, pages)) is None

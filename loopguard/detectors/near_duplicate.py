@@ -592,13 +592,16 @@ class NearDuplicate:
         text, end = observation.text, observation.end
         if not ((cursor in text and _holds_token(text, cursor)) or (end and cursor in end and _holds_token(end, cursor))):
             return None
-        # The page the cursor came from, without the cursors in it: a wrapped cursor's pages say
-        # the same as before around new cursors (or the same cursors again).
-        page = hash((observation.text.replace(cursor, "\x00"), observation.end.replace(cursor, "\x00")))
         pages = self._pages.get(tool)
         if pages is None:
             pages = _Pages()
             self._pages.put(tool, pages)
+        # The page the cursor came from, without the cursors in it (the one it was asked with,
+        # which APIs echo, and the next) or the response's own stamps: a wrapped cursor's pages
+        # say the same as before around new cursors and request ids.
+        cursors = (cursor,) if pages.cursor is None or previous.index != pages.cursor_call else (cursor, pages.cursor)
+        page = hash((_page_body(text, cursors), _page_body(end, cursors)))
+        pages.cursor, pages.cursor_call = cursor, record.index
         wrapped = pages.known(page)
         if wrapped:
             record.repeats_known = True  # the cursor leads where it led before
@@ -670,13 +673,16 @@ _ABSENT = object()
 
 
 class _Pages:
-    """Digests of the pages one tool returned before a cursor was followed (bounded)."""
+    """Digests of the pages one tool returned before a cursor was followed (bounded), and the
+    latest cursor followed with the index of the call that followed it."""
 
-    __slots__ = ("order", "seen")
+    __slots__ = ("order", "seen", "cursor", "cursor_call")
 
     def __init__(self) -> None:
         self.order: deque[int] = deque()
         self.seen: set[int] = set()
+        self.cursor: str | None = None
+        self.cursor_call = -1
 
     def known(self, page: int) -> bool:
         """Whether ``page`` was seen before; remember it."""
@@ -687,6 +693,28 @@ class _Pages:
         if len(self.order) > PAGES_REMEMBERED:
             self.seen.discard(self.order.popleft())
         return False
+
+
+# A quoted "key": "value" field of JSON or of a printed Python dict.
+_QUOTED_FIELD = re.compile(r"""(["'])([A-Za-z_][\w-]{0,60})\1\s*:\s*(["'])([^"'\n]{0,200})\3""")
+#: Words of a response's own stamps besides throwaway keys: RequestId, x-amzn-requestid, HostId.
+_STAMP_WORDS = frozenset({"request", "requestid", "host"})
+
+
+def _page_body(text: str, cursors: tuple[str, ...]) -> str:
+    """A page as a wrapped cursor would repeat it: the cursors (with their fields) and the
+    response's own stamps (request ids, host ids, throwaway keys) taken out."""
+    for cursor in cursors:
+        text = text.replace(cursor, "\x00")
+    # (Separators go too, so that a field taken out leaves no trace: "a, , b" is "a, b".)
+    return _QUOTED_FIELD.sub(_without_stamp, text).replace(",", "").replace(" ", "")
+
+
+def _without_stamp(field: re.Match[str]) -> str:
+    key = field[2]
+    if field[4] == "\x00" or _kind_of(key).role == _THROWAWAY or not _STAMP_WORDS.isdisjoint(split_name(key)):
+        return ""  # a field that is a cursor goes whole: the first page has no echoed cursor
+    return field[0]
 
 
 def _holds_token(text: str, token: str) -> bool:
