@@ -437,7 +437,7 @@ _EXIT_CODE = re.compile(r"\[?exit(?:ed)?(?: with)? (?:code|status)[:= ]*([1-9]\d
 def exit_status_only(text: str) -> int | None:
     """The exit status of a command whose output is nothing but its exit status
     (``"[exit code 1]"``, ``"Exit code: 1"``), else ``None``."""
-    if len(text) > 80:
+    if len(text) > 80 or ("xit" not in text and "XIT" not in text):
         return None
     lowered = text.lower()
     found = _EXIT_CODE.search(lowered)
