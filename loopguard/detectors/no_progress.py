@@ -33,7 +33,7 @@ _WHAT = {
     "same_failure": "failed the same way as before",
     "stalled_poll": "reported the same pending state",
     "same_output": "returned what it had returned before",
-    "reread": "re-read a range already read",
+    "reread": "re-read a range or a page already read",
     "reworded_message": "said again what it had said before",
 }
 
