@@ -620,6 +620,11 @@ class Observation:
         return other.skeleton == self.skeleton and other.fingerprint == self.fingerprint
 
 
+#: What a search command that matched nothing answered (its output was only exit status 1).
+NO_MATCH = Observation("[no match: exit status 1]", False, None)
+NO_MATCH.empty = True
+
+
 def observe(output: Any, error: bool | None = None) -> Observation:
     """Read one output (never raises: an output that cannot even be read as text is
     ``"<unreadable output>"``)."""

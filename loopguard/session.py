@@ -30,7 +30,7 @@ from .detectors.handoff import Handoff
 from .detectors.near_duplicate import NearDuplicate
 from .detectors.no_progress import NoProgress
 from .detectors.repeat import Repeat
-from .observations import Observation, exit_status_only, message_body, observe
+from .observations import NO_MATCH, Observation, exit_status_only, message_body, observe
 from .policy.compile import CompiledPolicy, CompiledRule, ToolProfile
 from .rules import evaluate_rules
 from .signature import signature_of
@@ -40,8 +40,7 @@ _CONTINUE = GuardAction.CONTINUE
 _STOP = GuardAction.STOP
 _ALLOW_KIND = VerdictKind.ALLOW
 _IN_FLIGHT_LIMIT = 1024  # pending calls remembered until their results
-_NO_MATCH = Observation("[no match: exit status 1]", False, None)  # what a search that matched nothing answered
-_NO_MATCH.empty = True
+
 _SEVERITY = {action.value: index for index, action in enumerate(GuardAction)}
 _REPLAN_SEVERITY = _SEVERITY["replan"]
 
@@ -624,7 +623,7 @@ def _no_match_or_failure(record: CallRecord, observation: Observation) -> Observ
     """A search command that printed nothing but exit status 1 found no match (POSIX grep):
     an empty answer, not a failure; any other failure as it is."""
     if exit_status_only(observation.text) == 1 and searches(record.signature.tool, record.signature.arguments):
-        return _NO_MATCH
+        return NO_MATCH
     return observation
 
 

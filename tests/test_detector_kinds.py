@@ -438,8 +438,8 @@ def test_a_cursor_that_wraps_around_is_caught_with_the_same_or_fresh_cursors(pol
     report = replay(policy, tmp_path, fresh_cursors)
     assert first(report) == (5, "replan")
     messages = pending_messages(policy, fresh_cursors)
-    assert messages[1] == messages[2] == messages[3] == ["list_products follows the cursor of its previous page"]
-    assert messages[4] == ["list_products follows the cursor of its previous page, a page it had read before"]
+    assert messages[1] == messages[2] == messages[3] == []  # following a cursor alone is no signal
+    assert messages[4] == ["list_products follows the cursor of a page it had read before"]
 
 
 def test_cursor_paging_to_its_end_and_calls_that_only_look_like_it_are_healthy(policy, tmp_path: Path) -> None:
@@ -453,7 +453,7 @@ def test_cursor_paging_to_its_end_and_calls_that_only_look_like_it_are_healthy(p
     assert len(long_pages[0]["output"]) > 3000
     report = replay(policy, tmp_path, long_pages)
     assert report.verdict.value == "continue"
-    assert pending_messages(policy, long_pages)[1:] == [["notion_query follows the cursor of its previous page"]] * 3
+    assert pending_messages(policy, long_pages) == [[]] * 4
     # A browser agent clicks refs taken from snapshots that look alike: following a value
     # from the previous output is no wrap-around while the pages change.
     snapshot = "- textbox \"Name\" [ref=e{0}]\n- textbox \"Email\" [ref=e{1}]\n- button \"Next\" [ref=e{2}]\nstep {3} of 4"
@@ -499,5 +499,21 @@ def test_a_wrapped_cursor_is_caught_through_request_ids_and_echoed_cursors(polic
     # A cursor written inside a data field is data: Stripe pages that name their last id stay new.
     pages = [step("list_charges", {"limit": 100} | ({"starting_after": f"ch_{index * 100}"} if index else {}),
                   repr({"data": f"100 charges ch_{index * 100 + 1}..ch_{index * 100 + 100}", "has_more": True, "next": f"ch_{index * 100 + 100}"}))
+             for index in range(5)]
+    assert first(replay(policy, tmp_path, pages)) is None
+
+
+def test_following_references_and_pages_alike_are_no_wrap(policy, tmp_path: Path) -> None:
+    # A value from the previous output followed after other tools' empty answers (break-it review).
+    run = [step("get_order", {"id": "o-1"}, "order o-1: shipped; replaced by o-2"), step("search", {"q": "o-1 refund"}, "no results"),
+           step("search", {"q": "o-1 chargeback"}, "no results"), step("get_order", {"id": "o-2"}, "order o-2: delivered")]
+    assert first(replay(policy, tmp_path, run)) is None
+    # Filtered scan pages that look alike in a row, then a page that finds something.
+    scan = [step("scan", {"table": "t"} | ({"after": f"k{index}"} if index else {}), f"matched 0 of 1000, next: k{index + 1}") for index in range(3)]
+    scan.append(step("scan", {"table": "t", "after": "k3"}, "matched 2 of 1000: user#3412, user#3977"))
+    assert first(replay(policy, tmp_path, scan)) is None
+    # Pages told apart only by their items' uuids or timestamps are different pages.
+    pages = [step("list_instances", {"region": "eu"} | ({"cursor": f"c{index}"} if index else {}),
+                  json.dumps({"instances": [{"uuid": f"9f1c{index}a2e-0000-4000-8000-00000000000{index}", "state": "running"}], "next": f"c{index + 1}"}))
              for index in range(5)]
     assert first(replay(policy, tmp_path, pages)) is None

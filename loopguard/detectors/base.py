@@ -53,9 +53,10 @@ class CallRecord:
         pending_patience: identical pending observations tolerated for this tool.
         observation: the read output, once the result is in.
         handoff_target: the agent this call hands control to, for handoff tools.
-        repeats_known: set by near_duplicate: the call re-reads a range already read, or (an
-            agent's message) rewords one the agent wrote since the last news; its result can
-            only repeat what is known.
+        repeats_known: set by near_duplicate: the call re-reads a range already read, follows
+            a cursor that wrapped around to pages already read, or (an agent's message)
+            rewords one the agent wrote since the last news; its result can only repeat what
+            is known.
         after_wait: the call comes right after a deliberate wait (the session makes it a poll).
     """
 

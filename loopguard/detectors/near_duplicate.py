@@ -11,16 +11,16 @@ Compares a pending call with the last ``window`` calls of the same tool:
   words of its keys, not by a list of spellings (see ``_classify``): a low bound
   (offset, start, from, skip, …) paired with a high bound (end, to, …) or a length
   (limit, rows, size, …), a page number, or a two-number list (view_range, range, lines).
-* **pagination**: a range that advances, or a cursor followed: a call that differs from
-  the tool's previous call in one text value, found as a token in that call's non-empty
-  output (``next_cursor``, ``starting_after``, a page token). This is healthy alone, so it
-  is reported with a context score below every threshold; it only matters when it
-  co-occurs with no_progress (paging past the end of the data), through
-  ``scoring.escalate``.
-* **wrapped cursor**: a page reached by a cursor that says what an earlier page of the tool
-  said, once the cursors in them are set aside. The cursor then leads where it led before,
-  so the next page can only repeat what was read (``record.repeats_known``): a cursor that
-  wraps around to the first page.
+* **pagination**: a range that advances. This is healthy alone, so it is reported with a
+  context score below every threshold; it only matters when it co-occurs with no_progress
+  (paging past the end of the data), through ``scoring.escalate``.
+* **wrapped cursor**: a call that follows a cursor (it differs from the tool's previous call
+  in one text value, found as a token in that call's non-empty output) taken from a page
+  that says what an earlier page of the tool said, once cursors and request ids are set
+  aside, while the page before it said something else. The cursor leads where it led
+  before, so the call's result can only repeat what was read (``record.repeats_known``),
+  and the call gets the pagination context signal. Following a cursor alone is no signal:
+  it is also how agents follow references.
 
 An agent's own messages (no tool call) are compared the same way with the messages it wrote
 since the last news, at ``message_similarity``: a paraphrased monologue.
@@ -320,7 +320,7 @@ def shape_of(record: CallRecord) -> _Shape:
         if isinstance(value, str):
             if _is_volatile(value.strip()):
                 continue
-            if span is None and ("sed" in value or "NR" in value):
+            if span is None and len(value) <= _COMMAND_LIMIT and ("sed" in value or "NR" in value):
                 lines = _command_line_range(value)
                 if lines is not None:
                     # A command that prints a line range (sed -n '40,60p' log): the range is
@@ -339,8 +339,11 @@ def shape_of(record: CallRecord) -> _Shape:
 
 
 # The line range a shell command prints: sed -n '40,60p' (or 40,+20p), awk 'NR>=40 && NR<=60'.
-_SED_LINES = re.compile(r"\bsed\s+(?:-\w+\s+)*-n\s+(?:-\w+\s+)*['\"]?(\d+),(\+?)(\d+)p['\"]?")
-_AWK_LINES = re.compile(r"\bNR\s*>=?\s*(\d+)\s*&&\s*NR\s*<(=?)\s*(\d+)")
+_SED_LINES = re.compile(r"\bsed\s+(?:-[A-Za-z]+\s+){0,3}-n\s+(?:-[A-Za-z]+\s+){0,3}['\"]?(\d{1,15}),(\+?)(\d{1,15})p['\"]?")
+_AWK_LINES = re.compile(r"\bNR\s*>(=?)\s*(\d{1,15})\s*&&\s*NR\s*<(=?)\s*(\d{1,15})")
+
+
+_COMMAND_LIMIT = 4096  # characters of a command searched for a line range
 
 
 def _command_line_range(command: str) -> tuple[tuple[float, float], str] | None:
@@ -354,8 +357,8 @@ def _command_line_range(command: str) -> tuple[tuple[float, float], str] | None:
         found = _AWK_LINES.search(command)
         if found is None:
             return None
-        first, inclusive, last = int(found[1]), found[2], int(found[3])
-        high = last + 1 if inclusive else last
+        first = int(found[2]) if found[1] else int(found[2]) + 1  # NR>40 starts at line 41
+        high = int(found[4]) + 1 if found[3] else int(found[4])
     if high <= first:
         return None
     return (float(first), float(high)), command[: found.start()] + "<lines>" + command[found.end() :]
@@ -602,17 +605,23 @@ class NearDuplicate:
         cursors = (cursor,) if pages.cursor is None or previous.index != pages.cursor_call else (cursor, pages.cursor)
         page = hash((_page_body(text, cursors), _page_body(end, cursors)))
         pages.cursor, pages.cursor_call = cursor, record.index
-        wrapped = pages.known(page)
-        if wrapped:
-            record.repeats_known = True  # the cursor leads where it led before
+        # A wrap returns to an earlier page after other pages; pages alike in a row ("matched 0
+        # of 1000") are pages that look alike, not a wrap.
+        wrapped = pages.known(page) and page != pages.latest
+        pages.latest = page
+        if not wrapped:
+            return None
+        record.repeats_known = True  # the cursor leads where it led before
         if not self._active:
             return None
+        # Only a wrapped cursor is reported: following a value from the previous output is also
+        # how agents follow references, and that must not escalate with other calls' no_progress.
         return Signal(
             self.name,
             "pagination",
             self._pagination_score,
-            f"{tool} follows the cursor of its previous page" + (", a page it had read before" if wrapped else ""),
-            {"call": record.index, "cursor": cursor[:40], "page_read_before": wrapped},
+            f"{tool} follows the cursor of a page it had read before",
+            {"call": record.index, "cursor": cursor[:40]},
         )
 
     def news(self) -> None:
@@ -673,14 +682,15 @@ _ABSENT = object()
 
 
 class _Pages:
-    """Digests of the pages one tool returned before a cursor was followed (bounded), and the
-    latest cursor followed with the index of the call that followed it."""
+    """Digests of the pages that a tool's cursors were taken from (bounded), the latest of them,
+    and the latest cursor followed with the index of the call that followed it."""
 
-    __slots__ = ("order", "seen", "cursor", "cursor_call")
+    __slots__ = ("order", "seen", "cursor", "cursor_call", "latest")
 
     def __init__(self) -> None:
         self.order: deque[int] = deque()
         self.seen: set[int] = set()
+        self.latest: int | None = None  # the digest of the latest page a cursor was taken from
         self.cursor: str | None = None
         self.cursor_call = -1
 
@@ -696,23 +706,22 @@ class _Pages:
 
 
 # A quoted "key": "value" field of JSON or of a printed Python dict.
-_QUOTED_FIELD = re.compile(r"""(["'])([A-Za-z_][\w-]{0,60})\1\s*:\s*(["'])([^"'\n]{0,200})\3""")
+_QUOTED_FIELD = re.compile(r"""(?:,[ \t]*)?(["'])([A-Za-z_][\w-]{0,60})\1\s*:\s*(["'])([^"'\n]{0,200})\3""")
 #: Words of a response's own stamps besides throwaway keys: RequestId, x-amzn-requestid, HostId.
 _STAMP_WORDS = frozenset({"request", "requestid", "host"})
 
 
 def _page_body(text: str, cursors: tuple[str, ...]) -> str:
     """A page as a wrapped cursor would repeat it: the cursors (with their fields) and the
-    response's own stamps (request ids, host ids, throwaway keys) taken out."""
+    response's own stamps (fields named like request ids and host ids) taken out. Item
+    fields (ids, uuids, timestamps) stay: they are what tells pages apart."""
     for cursor in cursors:
         text = text.replace(cursor, "\x00")
-    # (Separators go too, so that a field taken out leaves no trace: "a, , b" is "a, b".)
-    return _QUOTED_FIELD.sub(_without_stamp, text).replace(",", "").replace(" ", "")
+    return _QUOTED_FIELD.sub(_without_stamp, text)  # (a field goes with the comma before it)
 
 
 def _without_stamp(field: re.Match[str]) -> str:
-    key = field[2]
-    if field[4] == "\x00" or _kind_of(key).role == _THROWAWAY or not _STAMP_WORDS.isdisjoint(split_name(key)):
+    if field[4] == "\x00" or not _STAMP_WORDS.isdisjoint(split_name(field[2])):
         return ""  # a field that is a cursor goes whole: the first page has no echoed cursor
     return field[0]
 

@@ -179,10 +179,11 @@ _CALL_ONLY_ARGS_KEYS = tuple(key for key in ARGS_KEYS if key != "input")
 
 def _call_arguments_key(step: Mapping[str, Any]) -> str | None:
     """The key holding a tool call's arguments, if the step has one (null or empty
-    arguments, as writers put beside an agent message's ``"tool": null``, hold none)."""
+    arguments, as writers put beside an agent message's ``"tool": null``, hold none; nor do
+    the JSON strings ``"{}"`` and ``"null"``)."""
     for key in _CALL_ONLY_ARGS_KEYS:
         value = step.get(key)
-        if value is not None and not (isinstance(value, (dict, list, str)) and not value):
+        if value is not None and not (isinstance(value, (dict, list, str)) and not value) and value not in ("{}", "null"):
             return key
     return None
 
