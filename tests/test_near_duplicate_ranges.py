@@ -54,8 +54,13 @@ PAGING_SPELLINGS = {
 
 @pytest.mark.parametrize("first, second", PAGING_SPELLINGS.values(), ids=PAGING_SPELLINGS.keys())
 def test_paging_forward_is_recognised_in_every_spelling(first: dict, second: dict) -> None:
-    (_, _), (before, _) = run("fetch", [first, second], ["items 1-20", "items 21-40"])
+    """Paging on from a page that brought nothing is the pagination context; from a page with
+    news it says nothing (other calls' stale results must not make healthy paging a replan)."""
+    (_, _), (before, _) = run("fetch", [first, second], ["no results", "no results"])
     assert (before.action.value, near_duplicate_signals(before)) == ("continue", [("pagination", [20.0, 40.0])])
+    assert before.signals[0].message == "fetch pages forward (range 20–40)"
+    (_, _), (before, _) = run("fetch", [first, second], ["items 1-20", "items 21-40"])
+    assert (before.action.value, near_duplicate_signals(before)) == ("continue", [])
 
 
 def test_offset_length_reads_its_length_not_one_position() -> None:
@@ -69,7 +74,7 @@ def test_offset_length_reads_its_length_not_one_position() -> None:
     )
     assert [near_duplicate_signals(before) for before, _ in decisions] == [
         [],
-        [("pagination", [4096.0, 8192.0])],
+        [],  # paging on from a page with news
         [],  # the first re-read: below the signal's count of repeats - 1 = 2
         [("reread_range", [2048.0, 6144.0])],
     ]
@@ -116,7 +121,7 @@ def test_elasticsearch_from_size_paging_past_the_end_reaches_replan() -> None:
 
 
 def test_page_with_a_page_size_is_still_the_page_number() -> None:
-    decisions = run("list_issues", [{"repo": "acme/widgets", "page": page, "per_page": 30} for page in (1, 2)], ["issues 1-30", "issues 31-60"])
+    decisions = run("list_issues", [{"repo": "acme/widgets", "page": page, "per_page": 30} for page in (1, 2)], ["[]", "[]"])
     assert near_duplicate_signals(decisions[1][0]) == [("pagination", [2.0, 3.0])]
 
 
@@ -218,5 +223,5 @@ def test_line_ranges_printed_by_shell_commands_are_ranges() -> None:
     assert decisions[3][1].action.value == "replan"
     # Paging through a file with sed is pagination, and healthy.
     pages = run("bash", [{"command": f"nl -ba src/app.py | sed -n '{start},{start + 79}p'"} for start in (1, 81, 161)], ["code 1", "code 2", "code 3"])
-    assert [near_duplicate_signals(before) for before, _ in pages] == [[], [("pagination", [81.0, 161.0])], [("pagination", [161.0, 241.0])]]
+    assert [near_duplicate_signals(before) for before, _ in pages] == [[], [], []]
     assert {after.action.value for _, after in pages} == {"continue"}

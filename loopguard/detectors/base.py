@@ -58,12 +58,13 @@ class CallRecord:
             rewords one the agent wrote since the last news; its result can only repeat what
             is known.
         after_wait: the call comes right after a deliberate wait (the session makes it a poll).
+        stale: set by no_progress: the call's result brought nothing new.
     """
 
     # A plain slotted class with a positional constructor: one is built per call.
     __slots__ = (
         "index", "step", "signature", "stats", "tool_kind", "agent", "pending_patience", "observation", "handoff_target",
-        "repeats_known", "after_wait",
+        "repeats_known", "after_wait", "stale",
     )
 
     def __init__(
@@ -87,6 +88,7 @@ class CallRecord:
         self.handoff_target: str | None = None
         self.repeats_known = False
         self.after_wait = False
+        self.stale = False
 
     @property
     def tool(self) -> str:

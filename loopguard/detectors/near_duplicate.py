@@ -458,7 +458,8 @@ class NearDuplicate:
 
     def __init__(self, config: NearDuplicateDetector) -> None:
         self.reconfigure(config)
-        self._recent: BoundedMap[str, deque[tuple[_Shape, bool]]] = BoundedMap(256)
+        # Each tool's latest calls: (shape, whether it re-read a range, the call's record).
+        self._recent: BoundedMap[str, deque[tuple[_Shape, bool, CallRecord]]] = BoundedMap(256)
         # Shapes by signature key, for calls whose signature has no result yet (their stats
         # are fresh on every call): identical calls in flight are read once.
         self._shapes: BoundedMap[int, _Shape] = BoundedMap(256)
@@ -500,11 +501,11 @@ class NearDuplicate:
         similar = 1
         signatures = {shape.signature}
         words, similarity = shape.words, self._similarity
-        for earlier, _ in recent:
+        for earlier, _, _ in recent:
             if earlier.structure == structure and _jaccard(earlier.words, words) >= similarity:
                 similar += 1
                 signatures.add(earlier.signature)
-        recent.append((shape, False))
+        recent.append((shape, False, record))
         if self._active and similar >= self._repeats and len(signatures) >= 2:
             return Signal(
                 detector=self.name,
@@ -644,14 +645,14 @@ class NearDuplicate:
         record: CallRecord,
         shape: _Shape,
         span: tuple[float, float],
-        earlier: list[tuple[_Shape, bool]],
-        recent: deque[tuple[_Shape, bool]],
+        earlier: list[tuple[_Shape, bool, CallRecord]],
+        recent: deque[tuple[_Shape, bool, CallRecord]],
     ) -> Signal | None:
         """A call with a range, given the recent calls that differ from it only in their range."""
         reread = _inside(span, [entry[0].span for entry in earlier]) if earlier else False  # type: ignore[misc]
         if reread:
             record.repeats_known = True  # its result can only repeat what was read (no_progress)
-        recent.append((shape, reread))
+        recent.append((shape, reread, record))
         if not self._active:
             return None
         if reread:
@@ -665,7 +666,10 @@ class NearDuplicate:
                     {"call": record.index, "range": list(span), "rereads": rereads},
                 )
             return None
-        if earlier and span[0] >= earlier[-1][0].span[1]:  # type: ignore[index]
+        if earlier and span[0] >= earlier[-1][0].span[1] and earlier[-1][2].stale:  # type: ignore[index]
+            # Paging on from a page that brought nothing new (empty, or read before): alone
+            # healthy, past the end of the data with no_progress. Paging on from a page with
+            # news says nothing, even while other calls' results are stale.
             # Healthy paging is common: this signal is built positionally from prepared parts.
             return Signal(
                 self.name,

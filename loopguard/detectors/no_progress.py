@@ -241,6 +241,7 @@ class NoProgress:
         else:
             stats.advancing_value = not observation.error and not observation.empty and last is not None and not identical
             stats.advancing_between = None
+        record.stale = stale
         stats.stale_results = stats.stale_results + 1 if own_stale else 0
         stats.last = observation
         stats.last_failure = observation.failure_class
