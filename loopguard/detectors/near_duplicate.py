@@ -11,7 +11,8 @@ Compares a pending call with the last ``window`` calls of the same tool:
   words of its keys, not by a list of spellings (see ``_classify``): a low bound
   (offset, start, from, skip, …) paired with a high bound (end, to, …) or a length
   (limit, rows, size, …), a page number, or a two-number list (view_range, range, lines).
-* **pagination**: a range that advances. This is healthy alone, so it is reported with a
+* **pagination**: a range that advances from a page that brought nothing new (the previous
+  call of the same shape is ``stale``). This is healthy alone, so it is reported with a
   context score below every threshold; it only matters when it co-occurs with no_progress
   (paging past the end of the data), through ``scoring.escalate``.
 * **wrapped cursor**: a call that follows a cursor (it differs from the tool's previous call
