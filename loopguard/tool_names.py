@@ -40,6 +40,7 @@ _WRITE_VERBS = frozenset(
 )
 _COMMAND_TOOL_WORDS = frozenset({"bash", "shell", "sh", "terminal", "exec", "execute", "cmd", "powershell", "console"})
 _COMMAND_ARGUMENTS = ("command", "cmd", "script", "shell", "commands")
+_COMMAND_ARGUMENT_SET = frozenset(_COMMAND_ARGUMENTS)
 #: Arguments that hold code to run (a "code" argument is code only where sleeping is in question).
 _SCRIPT_ARGUMENTS = frozenset(_COMMAND_ARGUMENTS) | {"code"}
 # A sleep in a shell command or a script: "sleep 60; dig ...", "time.sleep(5)", "Start-Sleep -s 5".
@@ -98,7 +99,12 @@ def _inferred_kind(name: str) -> str:
 
 def writes_by_name(tool: str) -> bool:
     """True when the tool's name starts with a verb that changes state (``edit_file``)."""
-    words = name_words(tool)
+    return _writes_by_name(tool[:NAME_LIMIT])
+
+
+@lru_cache(maxsize=4096)
+def _writes_by_name(name: str) -> bool:
+    words = _name_words(name)
     return bool(words) and words[0] in _WRITE_VERBS
 
 
@@ -134,6 +140,35 @@ def searches(tool: str, arguments: Any) -> bool:
             return bool(words) and words[0].rsplit("/", 1)[-1].lower() in _SEARCH_COMMANDS
     words = name_words(tool)
     return "grep" in words or "ripgrep" in words
+
+
+# A shell command that changes files: in-place edits, redirections into a file, and the usual
+# commands that write, move or remove (a redirection to /dev/null or to a descriptor is none).
+_CHANGES_FILES = re.compile(
+    r"\b(?:sed|perl)\s+(?:-\w+\s+)*-i|(?:^|\s)>>?\s*(?!&|/dev/null)[\w./~\"'$-]"
+    r"|(?:^|[;&|(]\s*|\b(?:sudo|then|do)\s+)(?:tee|patch|mv|cp|rm|touch|mkdir|truncate|install|ln)\b"
+    r"|\bgit\s+(?:apply|checkout|restore|reset|stash|commit|merge|rebase|pull|am|cherry-pick|revert|switch)\b"
+)
+#: Editor tools' own commands that write (str_replace_editor's "str_replace", "insert", ...).
+_EDITOR_WRITES = frozenset({"str", "replace", "insert", "create", "write", "edit", "undo", "patch", "append", "delete", "apply"})
+
+
+def changes_state(tool: str, arguments: Any) -> bool:
+    """True when the call may change what later reads return: a tool named for a change
+    (``edit_file``, ``write_file``), an editor command that writes (``{"command":
+    "str_replace"}``), or a shell command that edits, redirects into, moves or removes files
+    (``sed -i``, ``echo x > f``, ``git checkout``)."""
+    if _writes_by_name(tool[:NAME_LIMIT]):
+        return True
+    if type(arguments) is not dict or arguments.keys().isdisjoint(_COMMAND_ARGUMENT_SET):
+        return False
+    for key in _COMMAND_ARGUMENTS:
+        command = arguments.get(key)
+        if type(command) is str:
+            if " " not in command.strip():  # an editor's own command word
+                return not _EDITOR_WRITES.isdisjoint(split_name(command))
+            return _CHANGES_FILES.search(command[:2000]) is not None
+    return False
 
 
 def only_sleeps(arguments: Any) -> bool:

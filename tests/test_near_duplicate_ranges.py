@@ -10,6 +10,7 @@ import pytest
 from loopguard import Guard, ToolCall, ToolResult
 from loopguard.detectors import near_duplicate
 from loopguard.detectors.near_duplicate import _command_line_range, _kind_of, _plain, _range_of
+from loopguard.tool_names import changes_state
 
 
 def default_session():
@@ -225,3 +226,20 @@ def test_line_ranges_printed_by_shell_commands_are_ranges() -> None:
     pages = run("bash", [{"command": f"nl -ba src/app.py | sed -n '{start},{start + 79}p'"} for start in (1, 81, 161)], ["code 1", "code 2", "code 3"])
     assert [near_duplicate_signals(before) for before, _ in pages] == [[], [], []]
     assert {after.action.value for _, after in pages} == {"continue"}
+
+
+def test_a_range_read_again_after_an_edit_is_no_re_read() -> None:
+    """Views of a file between edits (break-it h8): an edit makes what was read read otherwise."""
+    commands = ["sed -n '1,80p' app.py", "sed -i 's/foo/bar/' app.py", "sed -n '20,40p' app.py", "sed -i 's/baz/qux/' app.py", "sed -n '25,35p' app.py"]
+    decisions = run("bash", [{"command": command} for command in commands], ["v0 lines 1-80", "", "v1 lines 20-40 (bar)", "", "v2 lines 25-35 (qux)"])
+    assert {after.action.value for _, after in decisions} <= {"continue", "warn"}
+    assert [near_duplicate_signals(before) for before, _ in decisions] == [[]] * 5
+    # The same views with no edit between are re-reads.
+    views = run("bash", [{"command": command} for command in commands[::2] + commands[::2]], ["lines"] * 6)
+    assert near_duplicate_signals(views[4][0]) == [("reread_range", [20.0, 41.0])]
+    assert [changes_state("bash", {"command": command}) for command in (
+        "sed -i 's/a/b/' f", "echo x > f.txt", "cat a >> b", "git checkout -- f", "tee out.txt", "make 2>&1 | tail", "ls >/dev/null",
+        "awk 'NR>200 && NR<=250' f", "sed -n '1,80p' f",
+    )] == [True] * 5 + [False] * 4
+    assert (changes_state("str_replace_editor", {"command": "str_replace", "path": "a"}), changes_state("str_replace_editor", {"command": "view", "path": "a"})) == (True, False)
+    assert (changes_state("Edit", {"file_path": "a"}), changes_state("Read", {"file_path": "a"})) == (True, False)

@@ -118,11 +118,13 @@ class SignatureStats:
             output as its previous result, an empty one, or the same failure), wherever
             other calls' results fell between them.
         sleeps: the call runs a command that sleeps first (see :func:`polls`; ``None`` until needed).
+        changes_state: the call may change what later reads return (see
+            :func:`~loopguard.tool_names.changes_state`; ``None`` until needed).
     """
 
     __slots__ = (
         "results", "last", "advancing_value", "advancing_between", "last_failure", "identical_pending", "polling",
-        "failures", "novel_at_failure", "arguments_shape", "description", "stale_results", "sleeps",
+        "failures", "novel_at_failure", "arguments_shape", "description", "stale_results", "sleeps", "changes_state",
     )
 
     def __init__(self) -> None:
@@ -140,6 +142,7 @@ class SignatureStats:
         self.description: str | None = None
         self.stale_results = 0
         self.sleeps: bool | None = None
+        self.changes_state: bool | None = None
 
     @property
     def advancing(self) -> bool:

@@ -7,7 +7,8 @@ Compares a pending call with the last ``window`` calls of the same tool:
   ``similarity`` (Jaccard) and throwaway parts (nonces, request ids, UUIDs,
   timestamps, cache busters) ignored. ``repeats`` such calls make the signal.
 * **re-reading**: a range argument that lies inside ranges already read with otherwise
-  equal arguments; ``repeats - 1`` re-reads make the signal. A range is recognised by the
+  equal arguments, since the latest call that may have changed state (an edit); ``repeats -
+  1`` re-reads make the signal. A range is recognised by the
   words of its keys, not by a list of spellings (see ``_classify``): a low bound
   (offset, start, from, skip, …) paired with a high bound (end, to, …) or a length
   (limit, rows, size, …), a page number, or a two-number list (view_range, range, lines).
@@ -39,7 +40,7 @@ from typing import Any, NamedTuple
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
 from ..signature import is_digest_placeholder
-from ..tool_names import split_name
+from ..tool_names import changes_state, split_name
 from .base import BoundedMap, CallRecord, RunMemory, describe
 
 #: Score of the pagination context signal: below any sensible warn threshold on purpose.
@@ -459,8 +460,13 @@ class NearDuplicate:
 
     def __init__(self, config: NearDuplicateDetector) -> None:
         self.reconfigure(config)
-        # Each tool's latest calls: (shape, whether it re-read a range, the call's record).
-        self._recent: BoundedMap[str, deque[tuple[_Shape, bool, CallRecord]]] = BoundedMap(256)
+        # Each tool's latest calls: (shape, whether it re-read a range, the call's record, the
+        # number of calls that changed state before it).
+        self._recent: BoundedMap[str, deque[tuple[_Shape, bool, CallRecord, int]]] = BoundedMap(256)
+        # Calls that may have changed what reads return (counted once a range was read): a
+        # range read before the latest of them no longer covers a read after it.
+        self._changes = 0
+        self._ranges_read = False
         # Shapes by signature key, for calls whose signature has no result yet (their stats
         # are fresh on every call): identical calls in flight are read once.
         self._shapes: BoundedMap[int, _Shape] = BoundedMap(256)
@@ -484,6 +490,13 @@ class NearDuplicate:
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
         paging = self._follows_cursor(record)
         stats = record.stats
+        if self._ranges_read:
+            changes = stats.changes_state
+            if changes is None:
+                signature = record.signature
+                changes = stats.changes_state = record.tool_kind == "write" or changes_state(signature.tool, signature.arguments)
+            if changes:
+                self._changes += 1  # an edit: what was read may read otherwise now
         shape = stats.arguments_shape  # read once per signature: arguments never change
         if shape is None:
             shape = stats.arguments_shape = self._read(record)
@@ -498,15 +511,18 @@ class NearDuplicate:
         # either all of them have one or none has.
         structure, span = shape.structure, shape.span
         if span is not None:
-            return self._ranged(record, shape, span, [entry for entry in recent if entry[0].structure == structure], recent) or paging
+            self._ranges_read = True
+            changes = self._changes
+            earlier = [entry for entry in recent if entry[0].structure == structure and entry[3] == changes]
+            return self._ranged(record, shape, span, earlier, recent) or paging
         similar = 1
         signatures = {shape.signature}
         words, similarity = shape.words, self._similarity
-        for earlier, _, _ in recent:
+        for earlier, _, _, _ in recent:
             if earlier.structure == structure and _jaccard(earlier.words, words) >= similarity:
                 similar += 1
                 signatures.add(earlier.signature)
-        recent.append((shape, False, record))
+        recent.append((shape, False, record, self._changes))
         if self._active and similar >= self._repeats and len(signatures) >= 2:
             return Signal(
                 detector=self.name,
@@ -646,14 +662,14 @@ class NearDuplicate:
         record: CallRecord,
         shape: _Shape,
         span: tuple[float, float],
-        earlier: list[tuple[_Shape, bool, CallRecord]],
-        recent: deque[tuple[_Shape, bool, CallRecord]],
+        earlier: list[tuple[_Shape, bool, CallRecord, int]],
+        recent: deque[tuple[_Shape, bool, CallRecord, int]],
     ) -> Signal | None:
         """A call with a range, given the recent calls that differ from it only in their range."""
         reread = _inside(span, [entry[0].span for entry in earlier]) if earlier else False  # type: ignore[misc]
         if reread:
             record.repeats_known = True  # its result can only repeat what was read (no_progress)
-        recent.append((shape, reread, record))
+        recent.append((shape, reread, record, self._changes))
         if not self._active:
             return None
         if reread:
