@@ -122,22 +122,34 @@ def _is_command_tool(tool: str) -> bool:
 
 #: Commands whose exit status 1 means "no line matched" (POSIX grep; rg, ag, ack, git grep alike).
 _SEARCH_COMMANDS = frozenset({"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "findstr", "select-string"})
-#: Words that may come before the search command in its pipeline stage ("git grep", "xargs grep").
-_COMMAND_PREFIXES = frozenset({"git", "xargs", "sudo", "command", "exec", "time", "nice"})
+#: Words that may come before the search command in its pipeline stage ("git grep", "sudo -u
+#: app grep", "timeout 10 grep", "LC_ALL=C grep"), besides options, their values and assignments.
+_COMMAND_PREFIXES = frozenset({"git", "xargs", "sudo", "env", "command", "exec", "time", "nice", "timeout", "stdbuf", "nohup"})
 _STAGES = re.compile(r"\|\|?|&&|;|\n")
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 
 
 def searches(tool: str, arguments: Any) -> bool:
-    """True when the call's command ends with a text search (the last stage of its pipeline
-    is ``grep``, ``rg``, ``ag``, ``ack``, ``git grep``, ``findstr``, ...), or the tool is
-    named for one (``grep``, ``ripgrep_search``)."""
+    """True when the call's command ends with a text search (the last stage of its pipeline,
+    quotes respected, runs ``grep``, ``rg``, ``ag``, ``ack``, ``git grep``, ``findstr``, ...,
+    after prefixes such as ``sudo -u app``, ``timeout 10``, ``xargs -0`` or ``LC_ALL=C``), or
+    the tool is named for one (``grep``, ``ripgrep_search``)."""
     if type(arguments) is dict:
         command = next((arguments[key] for key in _COMMAND_ARGUMENTS if type(arguments.get(key)) is str), None)
         if command is not None:
-            words = _STAGES.split(command[-1000:])[-1].split()
-            while words and (words[0] in _COMMAND_PREFIXES or words[0].startswith("-")):
-                del words[0]  # "git grep", "xargs -0 grep"
-            return bool(words) and words[0].rsplit("/", 1)[-1].lower() in _SEARCH_COMMANDS
+            # Quoted text is no pipeline: grep -E 'a|b' is one stage.
+            words = _STAGES.split(_QUOTED.sub("''", command[-1000:]))[-1].split()
+            after_option = False
+            for word in words:
+                if word.rsplit("/", 1)[-1].lower() in _SEARCH_COMMANDS:
+                    return True
+                if word in _COMMAND_PREFIXES or word.startswith("-") or "=" in word or word.isdigit():
+                    after_option = word.startswith("-") and "=" not in word
+                elif after_option:
+                    after_option = False  # an option's value: "-u app", "-n 1"
+                else:
+                    return False
+            return False
     words = name_words(tool)
     return "grep" in words or "ripgrep" in words
 

@@ -471,8 +471,9 @@ def test_a_search_that_matches_nothing_is_an_empty_answer_not_a_failure(policy, 
     assert first(report) == (3, "stop")  # the third identical empty search, not the second "failure"
     assert signals_at(report, 3) >= {"repeat/identical_call", "no_progress/empty_result"}
     assert [searches("bash", {"command": command}) for command in (
-        'grep -rn "X" src/', "cd src && git grep X", "find . -name '*.py' | xargs -0 grep X", "rg foo", "grep x f | wc -l", "echo grep",
-    )] == [True, True, True, True, False, False]
+        'grep -rn "X" src/', "cd src && git grep X", "find . -name '*.py' | xargs -0 grep X", "rg foo", "grep -rnE 'A|B' src/",
+        "sudo -u app grep -rn X /srv", "timeout 10 grep x f", "LC_ALL=C grep x f", "grep x f | wc -l", "echo grep", "python grep.py",
+    )] == [True] * 8 + [False] * 3
     assert (exit_status_only("[exit code 1]"), exit_status_only("Exit code: 2"), exit_status_only("src/a.py:3: x\n[exit code 1]")) == (1, 2, None)
     # Exit status 2 is grep's own error: a permanent failure, repeated.
     assert first(replay(policy, tmp_path, [step("bash", grep, "grep: src/: No such file or directory\n[exit code 2]")] * 3)) == (1, "stop")
