@@ -518,3 +518,22 @@ def test_following_references_and_pages_alike_are_no_wrap(policy, tmp_path: Path
                   json.dumps({"instances": [{"uuid": f"9f1c{index}a2e-0000-4000-8000-00000000000{index}", "state": "running"}], "next": f"c{index + 1}"}))
              for index in range(5)]
     assert first(replay(policy, tmp_path, pages)) is None
+
+
+@pytest.mark.parametrize("where", ["url", "nested"])
+def test_a_cursor_in_a_url_or_inside_an_object_is_followed(policy, tmp_path: Path, where: str) -> None:
+    """Break-it s2/s2b: the cursor travels in the query string of a URL or in a params object."""
+    cursors = ["eyJvIjo1MH0=", "eyJvIjoxMDB9", "eyJvIjowfQ=="]
+    pages = [["usr_001", "usr_002"], ["usr_051", "usr_052"], ["usr_101", "usr_102"]]
+    steps, cursor = [], None
+    for index in range(8):
+        if where == "url":
+            arguments = {"url": "https://api.example.test/users?limit=50" + (f"&cursor={cursor}" if cursor else "")}
+        else:
+            arguments = {"path": "/users", "params": {"limit": 50} | ({"cursor": cursor} if cursor else {})}
+        output = json.dumps({"data": [{"id": user} for user in pages[index % 3]], "took": 5, "next_cursor": cursors[index % 3]})
+        steps.append(step("fetch", arguments, output))
+        cursor = cursors[index % 3]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (4, "replan")
+    assert "near_duplicate/pagination" in signals_at(report, 4)

@@ -588,8 +588,8 @@ class NearDuplicate:
         arguments when the previous call of the tool had a non-empty output."""
         tool = record.signature.tool
         previous_calls = self._previous
-        previous = previous_calls.get(tool)
-        previous_calls[tool] = record
+        previous = previous_calls.pop(tool, None)
+        previous_calls[tool] = record  # (popped first, so the oldest entry is the tool called least lately)
         if previous is None:
             if len(previous_calls) > _TOOLS_REMEMBERED:
                 del previous_calls[next(iter(previous_calls))]  # bounded: tool names come from the agent
@@ -600,18 +600,31 @@ class NearDuplicate:
         arguments, before = record.signature.arguments, previous.signature.arguments
         if type(arguments) is not dict or type(before) is not dict or not 0 <= len(arguments) - len(before) <= 1:
             return None
-        # One text value changed, or one key added, and nothing else: a cursor followed, when
-        # it can be one (a reworded query is none).
-        cursor = None
+        # One value changed, or one key added, and nothing else: a cursor followed, when the new
+        # text in it is a token of the previous output.
+        changed = _ABSENT
         for key, value in arguments.items():
             if before.get(key, _ABSENT) != value:
-                if cursor is not None or type(value) is not str:
+                if changed is not _ABSENT:
                     return None
-                cursor = value
-        if cursor is None or len(cursor) < CURSOR_MIN_LENGTH or " " in cursor or not cursor.isprintable():
+                changed, old = value, before.get(key, _ABSENT)
+        if changed is _ABSENT:
             return None
         text, end = observation.text, observation.end
-        if not ((cursor in text and _holds_token(text, cursor)) or (end and cursor in end and _holds_token(end, cursor))):
+        if type(changed) is str and "?" not in changed and "&" not in changed and "://" not in changed:
+            # The usual case, with no call: the value itself, when it occurs in the output at all.
+            if changed not in text and (not end or changed not in end):
+                return None
+            candidates: Any = (changed,) if len(changed) >= CURSOR_MIN_LENGTH and " " not in changed and changed.isprintable() else ()
+        else:
+            candidates = _new_text(changed, old, 0)
+        cursor = None
+        for candidate in candidates:
+            if (candidate in text and _holds_token(text, candidate)) or (end and candidate in end and _holds_token(end, candidate)):
+                if cursor is not None:
+                    return None  # two values from the output: no one cursor
+                cursor = candidate
+        if cursor is None:
             return None
         pages = self._pages.get(tool)
         if pages is None:
@@ -745,6 +758,30 @@ def _without_stamp(field: re.Match[str]) -> str:
     if field[4] == "\x00" or not _STAMP_WORDS.isdisjoint(split_name(field[2])):
         return ""  # a field that is a cursor goes whole: the first page has no echoed cursor
     return field[0]
+
+
+# What separates the parts of a URL or a query string.
+_URL_PARTS = re.compile(r"[?&=/#;]")
+
+
+def _new_text(value: Any, old: Any, depth: int) -> list[str]:
+    """The texts in ``value`` that ``old`` (the same argument in the previous call, or
+    ``_ABSENT``) did not hold and that could be a cursor: the value itself, the new parts of a
+    URL (``...&cursor=X``), or the one value that changed inside an object (``{"params":
+    {"cursor": X}}``). A cursor has at least CURSOR_MIN_LENGTH characters and no spaces (a
+    reworded query is none)."""
+    if type(value) is str:
+        if type(old) is str and ("?" in value or "&" in value or "://" in value):
+            parts = set(_URL_PARTS.split(value)).difference(_URL_PARTS.split(old))
+        else:
+            parts = {value}
+        return [part for part in parts if len(part) >= CURSOR_MIN_LENGTH and " " not in part and part.isprintable()]
+    if type(value) is dict and type(old) is dict and depth < 2:
+        changed = [(key, item) for key, item in value.items() if old.get(key, _ABSENT) != item]
+        if len(changed) == 1 and len(old) >= len(value) - 1:
+            key, item = changed[0]
+            return _new_text(item, old.get(key, _ABSENT), depth + 1)
+    return []
 
 
 def _holds_token(text: str, token: str) -> bool:
