@@ -183,6 +183,36 @@ def changes_state(tool: str, arguments: Any) -> bool:
     return False
 
 
+#: Name words of tools that wait on the server for something new (long polls): Telegram
+#: getUpdates, SQS ReceiveMessage, CouchDB _changes, a Kubernetes watch, an event stream.
+_LONG_POLL_WORDS = frozenset({"updates", "receive", "poll", "watch", "listen", "subscribe", "changes", "events", "consume", "notifications"})
+#: Argument name words that ask the server to wait (timeout=50, WaitTimeSeconds=20).
+_SERVER_WAIT_WORDS = frozenset({"timeout", "wait"})
+
+
+def long_polls_by_name(tool: str) -> bool:
+    """True when the tool's name says it waits on the server for news (``getUpdates``,
+    ``receive_message``, ``watch_pods``, ``poll_events``)."""
+    return not _LONG_POLL_WORDS.isdisjoint(name_words(tool))
+
+
+def waits_on_server(arguments: Any) -> bool:
+    """True when the arguments ask the server to hold the call until news comes: a timeout or
+    wait of at least one second (``{"timeout": 50}``, ``{"WaitTimeSeconds": 20}``), or a
+    long-poll feed (``{"feed": "longpoll"}``, ``{"watch": true}``). For a tool named for a
+    long poll (see :func:`long_polls_by_name`) such a call is a poll."""
+    if type(arguments) is not dict:
+        return False
+    for key, value in arguments.items():
+        if value is True and str(key).lower() in ("watch", "long_poll", "longpoll"):
+            return True
+        if type(value) is str and value.lower() in ("longpoll", "continuous"):
+            return True
+        if type(value) in (int, float) and value >= 1 and not _SERVER_WAIT_WORDS.isdisjoint(split_name(str(key))):
+            return True
+    return False
+
+
 def only_sleeps(arguments: Any) -> bool:
     """True when the call's command does nothing but sleep (``sleep 20``): a deliberate wait."""
     if type(arguments) is not dict:

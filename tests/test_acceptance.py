@@ -126,9 +126,6 @@ BLIND_EXCEPTIONS = {
     "b6-stuck-reread-journalctl-shifting-since": "missed",
     "b6-stuck-reread-kubectl-logs-tail-variants": "missed",
     "b6-stuck-reread-s3-byte-range-shifting": "missed",
-    # Two identical empty long polls (timeout=50) then news: a long poll's timeout argument is
-    # not read as a wait, so this is the rw03 shape.
-    "b6-healthy-stream-telegram-getupdates-longpoll": "false_alarm",
 }
 
 

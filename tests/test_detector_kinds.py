@@ -16,7 +16,7 @@ import pytest
 from loopguard import Guard, ToolCall, ToolResult
 from loopguard.observations import exit_status_only, normalize, observe
 from loopguard.policy import load_policy
-from loopguard.tool_names import inferred_kind, runs_command, searches, sleeps, split_name, writes_by_name
+from loopguard.tool_names import inferred_kind, long_polls_by_name, runs_command, searches, sleeps, split_name, waits_on_server, writes_by_name
 from loopguard.traces import replay_file
 from loopguard.traces.report import RunReport
 
@@ -537,3 +537,17 @@ def test_a_cursor_in_a_url_or_inside_an_object_is_followed(policy, tmp_path: Pat
     report = replay(policy, tmp_path, steps)
     assert first(report) == (4, "replan")
     assert "near_duplicate/pagination" in signals_at(report, 4)
+
+
+def test_a_long_poll_that_times_out_empty_is_a_poll_and_the_same_news_again_is_not(policy, tmp_path: Path) -> None:
+    updates = {"offset": 90412003, "timeout": 50, "allowed_updates": ["message"]}
+    news = json.dumps({"ok": True, "result": [{"update_id": 90412003, "message": {"text": "/status"}}]})
+    run = [step("telegram.getUpdates", updates, '{"ok": true, "result": []}') for _ in range(3)] + [step("telegram.getUpdates", updates, news)]
+    assert first(replay(policy, tmp_path, run)) is None
+    # Without the server-side wait the same empty check three times is the rw03 shape.
+    quick = [dict(entry, args={"offset": 90412003}) for entry in run]
+    assert first(replay(policy, tmp_path, quick)) == (2, "stop")
+    assert [waits_on_server(arguments) for arguments in ({"timeout": 50}, {"WaitTimeSeconds": 20}, {"feed": "longpoll"}, {"watch": True}, {"timeout": 0}, {"limit": 50})] == [
+        True, True, True, True, False, False,
+    ]
+    assert [long_polls_by_name(name) for name in ("getUpdates", "sqs.receive_message", "watch_pods", "search_flights", "get_order")] == [True, True, True, False, False]

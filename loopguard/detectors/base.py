@@ -59,12 +59,14 @@ class CallRecord:
             is known.
         after_wait: the call comes right after a deliberate wait (the session makes it a poll).
         stale: set by no_progress: the call's result brought nothing new.
+        long_poll: the call asks the server to wait for news (the session makes it a poll): an
+            empty answer is the wait ending, the same news again is no poll.
     """
 
     # A plain slotted class with a positional constructor: one is built per call.
     __slots__ = (
         "index", "step", "signature", "stats", "tool_kind", "agent", "pending_patience", "observation", "handoff_target",
-        "repeats_known", "after_wait", "stale",
+        "repeats_known", "after_wait", "stale", "long_poll",
     )
 
     def __init__(
@@ -89,6 +91,7 @@ class CallRecord:
         self.repeats_known = False
         self.after_wait = False
         self.stale = False
+        self.long_poll = False
 
     @property
     def tool(self) -> str:

@@ -200,7 +200,7 @@ class NoProgress:
         elif (
             (repeated_output or maybe_identical)
             and environment  # an agent's message is no poll
-            and ((inferred := polls(record) and not is_final(observation.text)) or is_pending(observation.text))
+            and ((inferred := polls(record) and not is_final(observation.text) and not (record.long_poll and not observation.empty)) or is_pending(observation.text))
             and (repeated_output or (identical := observation.same_as(last)))
         ):
             # Only a repeated observation can be a stalled poll, so the pending test runs rarely.

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..decisions import GuardAction, Signal
-from ..tool_names import inferred_kind, runs_command
+from ..tool_names import inferred_kind, long_polls_by_name, runs_command
 from .expressions import CompiledCondition, CompiledMatch, compile_condition, compile_match
 from .schema import Budget, Budgets, Detectors, Policy, Pricing, Rule, Scoring, Thresholds, ToolTraits
 
@@ -64,6 +64,8 @@ class ToolProfile:
         hands_off: calls hand control to another agent (``kind: handoff`` or a handoff-like name).
         runs_commands: the tool's name says it runs shell commands (``bash``, ``run_cmd``): a
             call whose command only sleeps is then a wait.
+        long_polls: the tool's name says it waits on the server for news (``getUpdates``): a
+            call that asks the server to wait (``timeout: 50``) is then a poll.
         rules: the rules whose ``tool`` matches, in file order.
         budgets: the per-tool budgets ``(key, budget)`` that apply.
     """
@@ -74,6 +76,7 @@ class ToolProfile:
     rules: tuple["CompiledRule", ...]
     budgets: tuple[tuple[str, Budget], ...]
     runs_commands: bool = False
+    long_polls: bool = False
 
 
 class _NameTable:
@@ -202,6 +205,7 @@ class CompiledPolicy:
                 rules=self.rules_for(tool),
                 budgets=self.tool_budgets(tool),
                 runs_commands=kind == "other" and runs_command(tool, None),
+                long_polls=kind == "other" and long_polls_by_name(tool),
             )
             if len(self._profiles) < 4096:
                 self._profiles[tool] = found
