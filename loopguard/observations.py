@@ -202,6 +202,25 @@ def _says_empty(stripped: str, ascii_text: bool) -> bool:
     return len(folded) <= 120 and phrase.match(folded) is not None
 
 
+def is_empty_data(text: str) -> bool:
+    """True when an output that reads as empty is structured data with nothing in it (``[]``,
+    ``{"items": []}``, an HTTP response whose body is one of those), as opposed to silence or
+    a sentence: a command (``curl``, ``gh api``) that prints it asked for data and got none."""
+    body = _http_body(text) if text[:5].lower() == "http/" else text
+    stripped = body.strip()
+    return stripped[:1] in ("[", "{") and (stripped in ("[]", "{}", "[[]]") or is_empty_envelope(stripped))
+
+
+def _http_body(response: str) -> str:
+    """The body of an HTTP response printed with its status line and headers, or the whole
+    text when no blank line ends the headers."""
+    for separator in ("\r\n\r\n", "\n\n"):
+        index = response.find(separator)
+        if index >= 0:
+            return response[index + len(separator) :].strip()
+    return response
+
+
 def is_empty_envelope(text: str) -> bool:
     """True for a JSON object whose collections are all empty and whose other fields only
     describe the request or its paging: an empty answer in an API's envelope, such as
@@ -591,9 +610,13 @@ class Observation:
             # Empty: blank, an empty container, "no results"-like, or an empty answer in an
             # API's envelope (parsed only when it holds "[]").
             stripped = lowered.strip()
+            body = self.text
+            if stripped[:5] == "http/":
+                body = _http_body(body)  # a response printed with its headers (curl -i, gh api -i)
+                stripped = body.lower().strip()
             self.empty = _says_empty(stripped, ascii_text)
             if not self.empty and self._tail is None and "[]" in stripped and stripped[:1] == "{":
-                self.empty = is_empty_envelope(self.text)  # (a cut text is no whole object: not parsed)
+                self.empty = is_empty_envelope(body)  # (a cut text is no whole object: not parsed)
         self._fingerprint: int | None = None
         self.shape = _failure_shape(self.text, self._tail is not None) if error else 0
 

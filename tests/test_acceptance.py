@@ -102,8 +102,6 @@ BLIND_EXCEPTIONS = {
     # A client-side pager's "Next" click: each snapshot is new text (refs renumbered); a wrap
     # shown only by the page label is not read.
     "b6-stuck-wrap-browser-next-button-carousel": "missed",
-    # A page number inside a URL in a shell command, and an empty JSON body after HTTP headers.
-    "b6-stuck-pastend-github-rest-page-numbers": "missed",
     # Paging backwards by a moving `latest` timestamp (as st-page-05).
     "b6-stuck-pastend-slack-latest-before-channel-created": "missed",
     # A1-notation ranges (Invoices!A77:F101) are no ranges, and a reply without `values` is not empty.

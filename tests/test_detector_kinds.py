@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from loopguard import Guard, ToolCall, ToolResult
-from loopguard.observations import exit_status_only, normalize, observe
+from loopguard.observations import exit_status_only, is_empty_data, normalize, observe
 from loopguard.policy import load_policy
 from loopguard.tool_names import inferred_kind, long_polls_by_name, runs_command, searches, sleeps, split_name, waits_on_server, writes_by_name
 from loopguard.traces import replay_file
@@ -551,3 +551,11 @@ def test_a_long_poll_that_times_out_empty_is_a_poll_and_the_same_news_again_is_n
         True, True, True, True, False, False,
     ]
     assert [long_polls_by_name(name) for name in ("getUpdates", "sqs.receive_message", "watch_pods", "search_flights", "get_order")] == [True, True, True, False, False]
+
+
+def test_empty_data_printed_by_a_command_is_an_empty_answer_and_a_sentence_is_not() -> None:
+    assert [is_empty_data(text) for text in ("[]", 'HTTP/1.1 200 OK\r\nA: b\r\n\r\n{"items": [], "total": 0}', "No changes. Your infrastructure matches.", "", "(no output)")] == [
+        True, True, False, False, False,
+    ]
+    assert observe("HTTP/2.0 200 OK\nContent-Type: application/json\n\n[]").empty
+    assert not observe('HTTP/2.0 200 OK\n\n[{"id": 1}]').empty

@@ -9,7 +9,7 @@ import pytest
 
 from loopguard import Guard, ToolCall, ToolResult
 from loopguard.detectors import near_duplicate
-from loopguard.detectors.near_duplicate import _command_line_range, _kind_of, _plain, _range_of
+from loopguard.detectors.near_duplicate import _command_line_range, _kind_of, _plain, _query_range, _range_of
 from loopguard.tool_names import changes_state
 
 
@@ -243,3 +243,17 @@ def test_a_range_read_again_after_an_edit_is_no_re_read() -> None:
     )] == [True] * 5 + [False] * 4
     assert (changes_state("str_replace_editor", {"command": "str_replace", "path": "a"}), changes_state("str_replace_editor", {"command": "view", "path": "a"})) == (True, False)
     assert (changes_state("Edit", {"file_path": "a"}), changes_state("Read", {"file_path": "a"})) == (True, False)
+
+
+def test_a_url_that_pages_by_its_query_is_a_range() -> None:
+    assert _query_range("https://api.example.test/users?limit=50&offset=100") == ((100.0, 150.0), "https://api.example.test/users?<range>")
+    assert _query_range('gh api -i "repos/acme/shop/pulls?state=closed&per_page=10&page=4"') == (
+        (4.0, 5.0), 'gh api -i "repos/acme/shop/pulls?state=closed&per_page=10<range>"',
+    )
+    assert [_query_range(url) for url in ("https://x.test/a?q=cats", "https://x.test/search?from=SFO&to=JFK", "no url here?")] == [None, None, None]
+    # Paging past the end by the URL, each empty page printed with its headers (blind case
+    # b6-stuck-pastend-github-rest-page-numbers).
+    empty = "HTTP/2.0 200 OK\nContent-Type: application/json\nLink: <https://api.github.com/x?page=3>; rel=\"prev\"\n\n[]"
+    outputs = ["HTTP/2.0 200 OK\n\n[{\"number\": 1}]", "HTTP/2.0 200 OK\n\n[{\"number\": 2}]", empty, empty, empty]
+    decisions = run("bash", [{"command": f'gh api -i "repos/acme/shop/pulls?per_page=10&page={page}"'} for page in range(1, 6)], outputs)
+    assert [after.action.value for _, after in decisions] == ["continue", "continue", "continue", "replan", "replan"]

@@ -322,13 +322,16 @@ def shape_of(record: CallRecord) -> _Shape:
         if isinstance(value, str):
             if _is_volatile(value.strip()):
                 continue
-            if span is None and len(value) <= _COMMAND_LIMIT and ("sed" in value or "NR" in value):
-                lines = _command_line_range(value)
-                if lines is not None:
-                    # A command that prints a line range (sed -n '40,60p' log): the range is
-                    # compared on its own, the rest of the command exactly.
-                    span, command = lines
-                    exact.append((key, command))
+            if span is None and len(value) <= _COMMAND_LIMIT and ("sed" in value or "NR" in value or "?" in value):
+                found_range = _command_line_range(value) if "sed" in value or "NR" in value else None
+                if found_range is None and "?" in value:
+                    found_range = _query_range(value)
+                if found_range is not None:
+                    # A command that prints a line range (sed -n '40,60p' log), or a URL that
+                    # pages (...?per_page=10&page=4): the range is compared on its own, the rest
+                    # of the value exactly.
+                    span, rest = found_range
+                    exact.append((key, rest))
                     continue
             # A placeholder for a cut value is exact, not wording: two different ones share all their words.
             if " " in value.strip() and not is_digest_placeholder(value):
@@ -364,6 +367,28 @@ def _command_line_range(command: str) -> tuple[tuple[float, float], str] | None:
     if high <= first:
         return None
     return (float(first), float(high)), command[: found.start()] + "<lines>" + command[found.end() :]
+
+
+# A URL with a query string, alone or inside a command ("gh api 'repos/a/b/pulls?page=4'").
+_URL_WITH_QUERY = re.compile(r"""[^\s"'<>]*\?[^\s"'<>]*=[^\s"'<>]*""")
+
+
+def _query_range(value: str) -> tuple[tuple[float, float], str] | None:
+    """The range a URL's query string reads (``page=4``, ``offset=40&limit=20``), read as
+    arguments are, and the value with those parameters replaced by ``<range>``; ``None``
+    when the first URL with a query in ``value`` names no range."""
+    found = _URL_WITH_QUERY.search(value)
+    if found is None:
+        return None
+    url = found.group()
+    base, _, query = url.partition("?")
+    parameters = [part.partition("=") for part in query.split("&") if part][:64]
+    found_range = _range_of({name: number for name, _, number in reversed(parameters)})  # the first of a repeated name
+    if found_range is None:
+        return None
+    span, keys = found_range
+    kept = "&".join(f"{name}={number}" for name, _, number in parameters if name not in keys)
+    return span, value[: found.start()] + f"{base}?{kept}<range>" + value[found.end() :]
 
 
 def _stable(value: Any, depth: int) -> Any:

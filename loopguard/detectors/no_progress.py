@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..decisions import Signal
 from ..policy.schema import NoProgressDetector
-from ..observations import NO_MATCH, Observation, is_acknowledgement, is_final, is_pending, reports_failure
+from ..observations import NO_MATCH, Observation, is_acknowledgement, is_empty_data, is_final, is_pending, reports_failure
 from .base import BoundedMap, CallRecord, RunMemory, describe, polls
 from ..tool_names import runs_command, writes_by_name
 
@@ -105,9 +105,10 @@ def _quiet_success(record: CallRecord, observation: Observation) -> bool:
     """Whether an empty output is a command that ran quietly (``tsc``, ``cp``: silence means
     success), not "nothing found". It is then judged as any other output: silence that this
     tool already printed is stale. A search that matched nothing (exit status 1: see the
-    session) is an empty answer."""
+    session), or empty data printed by a command that fetched it (``curl``: ``[]``), is an
+    empty answer."""
     signature = record.signature
-    return observation is not NO_MATCH and runs_command(signature.tool, signature.arguments)
+    return observation is not NO_MATCH and runs_command(signature.tool, signature.arguments) and not is_empty_data(observation.text)
 
 
 def _acknowledges(record: CallRecord, observation: Observation) -> bool:
