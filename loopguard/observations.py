@@ -301,7 +301,8 @@ _PENDING_ASCII, _TERMINAL_ASCII, _FAILED_STATE_ASCII = _ascii_twin(_PENDING), _a
 # Words of a reply that did not do what was asked ("old string not found", "Permission denied").
 _FAILURE_WORDS = re.compile(
     r"\b(?:not found|denied|errors?|fail(?:ed|s|ure)?|invalid|unable|cannot|can't|could not|couldn't|refused|rejected|"
-    r"forbidden|unauthori[sz]ed|missing|conflict|no such|does not exist|not allowed|not permitted)\b"
+    r"forbidden|unauthori[sz]ed|missing|conflict|no such|does not exist|not allowed|not permitted|did not|didn't|"
+    r"not performed|no replacement)\b"
 )
 
 

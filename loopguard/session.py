@@ -337,6 +337,7 @@ class Session:
                 signals.append(failure_signal)
             if not stale and not observation.error and record.handoff_target is None:
                 self._handoff.work_done()
+            self._near_duplicate.result(record)
             return self._decide(policy, "after_call", self._steps - 1, record.signature.tool, record.index, signals, ALLOW)
         finally:
             lock.release()

@@ -126,7 +126,35 @@ _SEARCH_COMMANDS = frozenset({"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ac
 #: app grep", "timeout 10 grep", "LC_ALL=C grep"), besides options, their values and assignments.
 _COMMAND_PREFIXES = frozenset({"git", "xargs", "sudo", "env", "command", "exec", "time", "nice", "timeout", "stdbuf", "nohup"})
 _STAGES = re.compile(r"\|\|?|&&|;|\n")
-_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
+
+
+def _unquoted(command: str) -> str:
+    """``command`` with each quoted string replaced by ``''`` (an unclosed quote runs to the
+    end; a backslash escapes a double quote). One pass with str.find: a regular expression
+    would rescan from every quote of a run of unclosed ones."""
+    parts = []
+    index = 0
+    while True:
+        single, double = command.find("'", index), command.find('"', index)
+        start = single if double < 0 or 0 <= single < double else double
+        if start < 0:
+            parts.append(command[index:])
+            return "".join(parts)
+        parts.append(command[index:start])
+        quote, end = command[start], start + 1
+        while True:
+            end = command.find(quote, end)
+            if end < 0:
+                parts.append("''")
+                return "".join(parts)
+            escapes = 0
+            while quote == '"' and command[end - 1 - escapes] == "\\" and end - 1 - escapes > start:
+                escapes += 1
+            if escapes % 2 == 0:
+                break
+            end += 1
+        parts.append("''")
+        index = end + 1
 
 
 def searches(tool: str, arguments: Any) -> bool:
@@ -138,7 +166,7 @@ def searches(tool: str, arguments: Any) -> bool:
         command = next((arguments[key] for key in _COMMAND_ARGUMENTS if type(arguments.get(key)) is str), None)
         if command is not None:
             # Quoted text is no pipeline: grep -E 'a|b' is one stage.
-            words = _STAGES.split(_QUOTED.sub("''", command[-1000:]))[-1].split()
+            words = _STAGES.split(_unquoted(command[-1000:]))[-1].split()
             after_option = False
             for word in words:
                 if word.rsplit("/", 1)[-1].lower() in _SEARCH_COMMANDS:
@@ -154,45 +182,64 @@ def searches(tool: str, arguments: Any) -> bool:
     return "grep" in words or "ripgrep" in words
 
 
-# A shell command that changes files: in-place edits, redirections into a file, and the usual
-# commands that write, move or remove (a redirection to /dev/null or to a descriptor is none).
+# A shell command that changes files: in-place edits, redirections into a file, the usual
+# commands that write, move or remove, formatters that rewrite, and scripts fed by a heredoc
+# (a redirection to /dev/... or to a descriptor is none). Quoted text is set aside first, so
+# grep -n 'a > b' or awk '$3 > 100' change nothing.
 _CHANGES_FILES = re.compile(
-    r"\b(?:sed|perl)\s+(?:-\w+\s+)*-i|(?:^|\s)>>?\s*(?!&|/dev/null)[\w./~\"'$-]"
-    r"|(?:^|[;&|(]\s*|\b(?:sudo|then|do)\s+)(?:tee|patch|mv|cp|rm|touch|mkdir|truncate|install|ln)\b"
-    r"|\bgit\s+(?:apply|checkout|restore|reset|stash|commit|merge|rebase|pull|am|cherry-pick|revert|switch)\b"
+    r"\b(?:sed|perl)\s+(?:-\w+\s+)*-\w*i|\bsed\s+(?:-\w+\s+)*--in-place|(?<![<=>-])>>?\s*(?![&>]|/dev/)[\w./~$]"
+    r"|(?:^|[;&|(]\s*|\b(?:sudo|then|do)\s+)(?:patch|mv|cp|rm|touch|mkdir|truncate|install|ln|ed|apply_patch)\b"
+    r"|\bgit\s+(?:apply|checkout|restore|reset|stash(?!\s+(?:list|show))|commit|merge|rebase|pull|am|cherry-pick|revert|switch)\b"
+    r"|\b(?:black|isort|gofmt\s+-w|prettier\s+--write|ruff\s+(?:format|check\s+--fix)|autopep8\s+-i|clang-format\s+-i)\b"
+    r"|-delete\b|\b(?:python3?|node|ruby|perl|bash|sh)\b[^|;&]*<<"
+)
+# Code that writes files, in a command's quoted script (python -c "open('f', 'w')...").
+_SCRIPT_WRITES = re.compile(r"\.write(?:_text|_bytes)?\(|\bopen\([^)]*['\"][wa]|\bfs\.write")
+#: Name words of tools that edit files (edit_file, MultiEdit, search_and_replace, NotebookEdit).
+_EDIT_WORDS = frozenset(
+    {"edit", "edits", "write", "replace", "patch", "insert", "create", "apply", "modify", "multiedit", "append", "overwrite", "rename", "move", "delete", "remove"}
 )
 #: Editor tools' own commands that write (str_replace_editor's "str_replace", "insert", ...).
 _EDITOR_WRITES = frozenset({"str", "replace", "insert", "create", "write", "edit", "undo", "patch", "append", "delete", "apply"})
 
 
 def changes_state(tool: str, arguments: Any) -> bool:
-    """True when the call may change what later reads return: a tool named for a change
-    (``edit_file``, ``write_file``), an editor command that writes (``{"command":
-    "str_replace"}``), or a shell command that edits, redirects into, moves or removes files
-    (``sed -i``, ``echo x > f``, ``git checkout``)."""
-    if _writes_by_name(tool[:NAME_LIMIT]):
-        return True
+    """True when the call may change what later reads return: a tool named for editing files
+    (``edit_file``, ``MultiEdit``, ``search_and_replace``), an editor command that writes
+    (``{"command": "str_replace"}``), or a shell command that edits, redirects into, moves,
+    removes or reformats files (``sed -i``, ``perl -pi``, ``echo x > f``, ``git checkout``,
+    ``black .``, a script fed by a heredoc, ``python -c "open('f', 'w')..."``)."""
     if type(arguments) is not dict or arguments.keys().isdisjoint(_COMMAND_ARGUMENT_SET):
-        return False
+        return _edits_by_name(tool[:NAME_LIMIT])
+    # A command says what the call does, whatever the tool's name ("str_replace_editor" views too).
     for key in _COMMAND_ARGUMENTS:
         command = arguments.get(key)
         if type(command) is str:
             if " " not in command.strip():  # an editor's own command word
                 return not _EDITOR_WRITES.isdisjoint(split_name(command))
-            return _CHANGES_FILES.search(command[:2000]) is not None
+            command = command[:2000]
+            return _CHANGES_FILES.search(_unquoted(command)) is not None or _SCRIPT_WRITES.search(command) is not None
     return False
+
+
+@lru_cache(maxsize=4096)
+def _edits_by_name(name: str) -> bool:
+    """Whether a tool's name says it edits files: a word of _EDIT_WORDS anywhere in it
+    (``mcp__filesystem__edit_file``, ``MultiEdit``), not any verb that changes state
+    (``send_message`` and ``update_plan`` change no file)."""
+    return not _EDIT_WORDS.isdisjoint(_name_words(name))
 
 
 #: Name words of tools that wait on the server for something new (long polls): Telegram
 #: getUpdates, SQS ReceiveMessage, CouchDB _changes, a Kubernetes watch, an event stream.
-_LONG_POLL_WORDS = frozenset({"updates", "receive", "poll", "watch", "listen", "subscribe", "changes", "events", "consume", "notifications"})
+_LONG_POLL_WORDS = frozenset({"updates", "receive", "poll", "longpoll", "watch", "listen", "subscribe"})
 #: Argument name words that ask the server to wait (timeout=50, WaitTimeSeconds=20).
 _SERVER_WAIT_WORDS = frozenset({"timeout", "wait"})
 
 
 def long_polls_by_name(tool: str) -> bool:
     """True when the tool's name says it waits on the server for news (``getUpdates``,
-    ``receive_message``, ``watch_pods``, ``poll_events``)."""
+    ``receive_message``, ``watch_pods``, ``poll_queue``, ``subscribe``)."""
     return not _LONG_POLL_WORDS.isdisjoint(name_words(tool))
 
 

@@ -559,3 +559,25 @@ def test_empty_data_printed_by_a_command_is_an_empty_answer_and_a_sentence_is_no
     ]
     assert observe("HTTP/2.0 200 OK\nContent-Type: application/json\n\n[]").empty
     assert not observe('HTTP/2.0 200 OK\n\n[{"id": 1}]').empty
+
+
+def test_break_it_round_two(policy, tmp_path: Path) -> None:
+    """Runs a second break-it review wrote against cursors, edits and long polls."""
+    # A failed edit changes nothing: views between str_replace calls that keep failing re-read.
+    view = lambda low, high: step("str_replace_editor", {"command": "view", "path": "/repo/app.py", "view_range": [low, high]}, f"<lines {low}-{high}>")
+    failing = lambda count: step("str_replace_editor", {"command": "str_replace", "path": "/repo/app.py", "old_str": f"if retries > {count}:", "new_str": "x"},
+                                 f"No replacement was performed, old_str `if retries > {count}:` did not appear verbatim in /repo/app.py.")
+    run = [view(1, 120)] + [entry for count in range(6) for entry in (failing(count), view(40, 80))]
+    assert first(replay(policy, tmp_path, run))[1] in ("replan", "stop")
+    # A client-side timeout on a tool not named for long polling changes nothing.
+    events = [step("list_events", {"calendar": "primary", "date": "2024-05-01", "timeout": 30}, "No events found") for _ in range(4)]
+    assert first(replay(policy, tmp_path, events)) == (2, "stop")
+    # A check after a wait stays a poll when it also carries a timeout.
+    waits = [entry for _ in range(4) for entry in (step("bash", {"command": "sleep 30"}, ""),
+             step("get_deployment_events", {"deployment": "web", "timeout": 10}, "web: 3 of 5 replicas updated"))]
+    assert first(replay(policy, tmp_path, waits)) is None
+    # An item's "host" is data, not a response stamp: alternating pages of distinct hosts.
+    pages = [step("list_instances", {"zone": "a"} | ({"next_token": f"tok{index:03d}"} if index else {}),
+                  json.dumps({"instances": [{"host": f"web-{index:02d}", "status": "running" if index % 2 else "stopped"}], "next_token": f"tok{index + 1:03d}"}))
+             for index in range(6)]
+    assert first(replay(policy, tmp_path, pages)) is None

@@ -238,11 +238,15 @@ def test_a_range_read_again_after_an_edit_is_no_re_read() -> None:
     views = run("bash", [{"command": command} for command in commands[::2] + commands[::2]], ["lines"] * 6)
     assert near_duplicate_signals(views[4][0]) == [("reread_range", [20.0, 41.0])]
     assert [changes_state("bash", {"command": command}) for command in (
-        "sed -i 's/a/b/' f", "echo x > f.txt", "cat a >> b", "git checkout -- f", "tee out.txt", "make 2>&1 | tail", "ls >/dev/null",
-        "awk 'NR>200 && NR<=250' f", "sed -n '1,80p' f",
-    )] == [True] * 5 + [False] * 4
+        "sed -i 's/a/b/' f", "echo x > f.txt", "echo x>f", "cat a >> b", "git checkout -- f", "perl -pi -e 's/a/b/' f", "black .",
+        "python3 - <<'EOF'\nprint(1)\nEOF", "python -c \"open('f', 'w').write('x')\"",
+        "make 2>&1 | tail", "ls >/dev/null", "awk 'NR>200 && NR<=250' f", "awk '$3 > 100' f", "grep -n 'retries > 3' app.py",
+        "pytest | tee test.log", "git stash list", "sed -n '1,80p' f",
+    )] == [True] * 9 + [False] * 8
     assert (changes_state("str_replace_editor", {"command": "str_replace", "path": "a"}), changes_state("str_replace_editor", {"command": "view", "path": "a"})) == (True, False)
-    assert (changes_state("Edit", {"file_path": "a"}), changes_state("Read", {"file_path": "a"})) == (True, False)
+    assert [changes_state(tool, {"file_path": "a"}) for tool in ("Edit", "MultiEdit", "mcp__filesystem__edit_file", "search_and_replace", "Read", "send_message", "update_plan")] == [
+        True, True, True, True, False, False, False,
+    ]
 
 
 def test_a_url_that_pages_by_its_query_is_a_range() -> None:

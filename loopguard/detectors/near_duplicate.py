@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
+from ..observations import reports_failure
 from ..signature import is_digest_placeholder
 from ..tool_names import changes_state, split_name
 from .base import BoundedMap, CallRecord, RunMemory, describe
@@ -515,13 +516,6 @@ class NearDuplicate:
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
         paging = self._follows_cursor(record)
         stats = record.stats
-        if self._ranges_read:
-            changes = stats.changes_state
-            if changes is None:
-                signature = record.signature
-                changes = stats.changes_state = record.tool_kind == "write" or changes_state(signature.tool, signature.arguments)
-            if changes:
-                self._changes += 1  # an edit: what was read may read otherwise now
         shape = stats.arguments_shape  # read once per signature: arguments never change
         if shape is None:
             shape = stats.arguments_shape = self._read(record)
@@ -605,6 +599,20 @@ class NearDuplicate:
             f"{record.agent or 'the agent'} has said the same thing {similar} times since anything new happened, without acting on it",
             {"call": record.index, "similar_messages": similar},
         )
+
+    def result(self, record: CallRecord) -> None:
+        """A call's result is in: a call that changed state (an edit that did not fail) ends the
+        coverage of the ranges read before it. Runs only once a range was read."""
+        if not self._ranges_read:
+            return
+        stats = record.stats
+        changes = stats.changes_state
+        if changes is None:
+            signature = record.signature
+            changes = stats.changes_state = record.tool_kind == "write" or changes_state(signature.tool, signature.arguments)
+        observation = record.observation
+        if changes and observation is not None and not observation.error and not reports_failure(observation.text):
+            self._changes += 1  # an edit: what was read may read otherwise now
 
     def _follows_cursor(self, record: CallRecord) -> Signal | None:
         """The pagination signal when the call follows a cursor from the tool's previous output
@@ -703,8 +711,9 @@ class NearDuplicate:
         earlier: list[tuple[_Shape, bool, CallRecord, int]],
         recent: deque[tuple[_Shape, bool, CallRecord, int]],
     ) -> Signal | None:
-        """A call with a range, given the recent calls that differ from it only in their range."""
-        reread = _inside(span, [entry[0].span for entry in earlier]) if earlier else False  # type: ignore[misc]
+        """A call with a range, given the recent calls that differ from it only in their range.
+        A poll's range is where it waits for news (getUpdates at one offset): no re-read."""
+        reread = _inside(span, [entry[0].span for entry in earlier]) if earlier and record.tool_kind != "poll" else False  # type: ignore[misc]
         if reread:
             record.repeats_known = True  # its result can only repeat what was read (no_progress)
         recent.append((shape, reread, record, self._changes))
@@ -766,8 +775,14 @@ class _Pages:
 
 # A quoted "key": "value" field of JSON or of a printed Python dict.
 _QUOTED_FIELD = re.compile(r"""(?:,[ \t]*)?(["'])([A-Za-z_][\w-]{0,60})\1\s*:\s*(["'])([^"'\n]{0,200})\3""")
-#: Words of a response's own stamps besides throwaway keys: RequestId, x-amzn-requestid, HostId.
-_STAMP_WORDS = frozenset({"request", "requestid", "host"})
+#: A response's own stamps, by the words of their names: RequestId, request_id,
+#: x-amzn-requestid, HostId, trace_id (an item's "host" or "id" stays).
+_STAMP_OWNERS = frozenset({"request", "host", "trace", "correlation", "span"})
+
+
+def _is_stamp(key: str) -> bool:
+    words = split_name(key)
+    return "requestid" in words or (len(words) >= 2 and words[-1] == "id" and words[-2] in _STAMP_OWNERS)
 
 
 def _page_body(text: str, cursors: tuple[str, ...]) -> str:
@@ -780,7 +795,7 @@ def _page_body(text: str, cursors: tuple[str, ...]) -> str:
 
 
 def _without_stamp(field: re.Match[str]) -> str:
-    if field[4] == "\x00" or not _STAMP_WORDS.isdisjoint(split_name(field[2])):
+    if field[4] == "\x00" or _is_stamp(field[2]):
         return ""  # a field that is a cursor goes whole: the first page has no echoed cursor
     return field[0]
 

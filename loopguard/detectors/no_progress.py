@@ -111,6 +111,14 @@ def _quiet_success(record: CallRecord, observation: Observation) -> bool:
     return observation is not NO_MATCH and runs_command(signature.tool, signature.arguments) and not is_empty_data(observation.text)
 
 
+def _long_poll_exempt(record: CallRecord, observation: Observation) -> bool:
+    """Whether a call that is a poll only as a long poll (see the session) gets no poll
+    tolerance for this result: only the same call's empty answers are the server's wait
+    ending. The same news again is an offset left unadvanced, and a long poll whose arguments
+    change (an offset bumped while nothing came) is no waiting."""
+    return record.long_poll and not record.after_wait and (not observation.empty or record.stats.results == 0)
+
+
 def _acknowledges(record: CallRecord, observation: Observation) -> bool:
     """Whether an output that another call also got only acknowledges this call: an
     acknowledgement ("sent", ``true``), or a short reply of a tool whose name says it changes
@@ -201,7 +209,7 @@ class NoProgress:
         elif (
             (repeated_output or maybe_identical)
             and environment  # an agent's message is no poll
-            and ((inferred := polls(record) and not is_final(observation.text) and not (record.long_poll and not observation.empty)) or is_pending(observation.text))
+            and ((inferred := polls(record) and not is_final(observation.text) and not _long_poll_exempt(record, observation)) or is_pending(observation.text))
             and (repeated_output or (identical := observation.same_as(last)))
         ):
             # Only a repeated observation can be a stalled poll, so the pending test runs rarely.
@@ -228,8 +236,9 @@ class NoProgress:
             # pass: the bucket may have forgotten its own earlier output (a repeated fan-out).
             # The same non-empty answer again makes only the run's streak: between other calls'
             # news, re-reading a page or a record is how agents check (the call's own streak
-            # counts empty answers, failures, re-reads and stalled polls).
-            own_stale = False
+            # counts empty answers, failures, re-reads and stalled polls). A long poll's same news
+            # again is its own stale answer: the offset was left where it was.
+            own_stale = record.long_poll and repeated_output == _FROM_SAME_CALL
             stale = repeated_output == _FROM_SAME_CALL or (
                 repeated_output == _FROM_OTHER_CALL and (stats.results > 0 or not _acknowledges(record, observation))
             )
