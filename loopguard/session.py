@@ -312,7 +312,9 @@ class Session:
             key = record.signature.key
             known = signatures.get(key)
             if known is None:
-                signatures.put(key, record.stats)
+                signatures[key] = record.stats  # BoundedMap.put, inline: the key is new
+                if len(signatures) > signatures.capacity:
+                    signatures.popitem(last=False)
             else:
                 # The run memory forgets the signatures least recently *used*: a call that
                 # recurs all through a long run keeps its history.

@@ -79,9 +79,12 @@ class _ToolOutputs:
             known = observation.shape in self._failures
             self._failures.put(observation.shape, None)
             return _FROM_SAME_CALL if known else _NEW
-        bucket = self._outputs.get(observation.skeleton)
+        outputs = self._outputs
+        bucket = outputs.get(observation.skeleton)
         if bucket is None:
-            self._outputs.put(observation.skeleton, _Bucket(call, observation))
+            outputs[observation.skeleton] = _Bucket(call, observation)  # BoundedMap.put, inline: the key is new
+            if len(outputs) > outputs.capacity:
+                outputs.popitem(last=False)
             return _NEW
         exact, calls, exacts = observation.exact, bucket.calls, bucket.exacts
         if exact in exacts:
