@@ -271,7 +271,9 @@ def _envelope(data: dict[str, Any], depth: int) -> int:
     return _EMPTY_ANSWER if found else _ENVELOPE_ONLY
 
 
-_EMPTY_LITERALS = frozenset({"", "[]", "{}", "null", "none", "nil", "n/a", '""', "''", "[[]]", "no", "nothing", "empty"})
+_EMPTY_LITERALS = frozenset(
+    {"", "[]", "{}", "null", "none", "nil", "(nil)", "(empty list or set)", "(empty array)", "n/a", '""', "''", "[[]]", "no", "nothing", "empty"}
+)
 _EMPTY_PHRASE = re.compile(
     r"^\W*(?:(?:no|zero|0)\s+(?!(?:errors?|issues?|problems?|warnings?|vulnerabilities|failures?)\b)(?:\w+\s+){0,2}?(?:results?|rows?|items?|records?|matches|entries|hits|data|output|documents?|files?|pages?|"
     r"annotations?|messages?|events?|objects?|values?|lines?|\w+s)\b|nothing\b|empty\b|(?:no|none)\s+(?:found|returned|available)"
@@ -612,6 +614,9 @@ class Observation:
             # API's envelope (parsed only when it holds "[]").
             stripped = lowered.strip()
             body = self.text
+            if stripped[-1:] == "]" and stripped.endswith("[exit code 0]"):
+                stripped = stripped[:-13].rstrip()  # a shell's report of success is no content
+                body = body.rstrip()[:-13]
             if stripped[:5] == "http/":
                 body = _http_body(body)  # a response printed with its headers (curl -i, gh api -i)
                 stripped = body.lower().strip()

@@ -34,7 +34,7 @@ from .observations import NO_MATCH, Observation, exit_status_only, message_body,
 from .policy.compile import CompiledPolicy, CompiledRule, ToolProfile
 from .rules import evaluate_rules
 from .signature import signature_of
-from .tool_names import only_sleeps, searches, waits_on_server
+from .tool_names import long_poll_command, only_sleeps, searches, waits_on_server
 
 _CONTINUE = GuardAction.CONTINUE
 _STOP = GuardAction.STOP
@@ -422,6 +422,10 @@ class Session:
         if profile.runs_commands and only_sleeps(signature.arguments):
             kind = "wait"  # a command that only sleeps ("sleep 20") is a deliberate wait
         long_poll = profile.long_polls and waits_on_server(signature.arguments)
+        if profile.runs_commands and not long_poll:
+            long_poll = stats.long_poll
+            if long_poll is None:
+                long_poll = stats.long_poll = long_poll_command(signature.arguments)  # once per signature
         if long_poll:
             kind = "poll"  # a long poll ("getUpdates", timeout 50): an empty answer is the server's wait ending
         record = CallRecord(self._calls, self._steps, signature, stats, kind, call.agent, profile.pending_patience)

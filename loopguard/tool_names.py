@@ -243,6 +243,29 @@ def long_polls_by_name(tool: str) -> bool:
     return not _LONG_POLL_WORDS.isdisjoint(name_words(tool))
 
 
+# A shell command that long-polls: Telegram getUpdates with a timeout, aws sqs receive-message
+# with a wait, redis-cli BLPOP/BRPOP/BLMOVE with a timeout, XREAD BLOCK, a watch, a long-poll feed.
+_LONG_POLL_COMMAND = re.compile(
+    r"getupdates\b[^|;\n]*\btimeout=[1-9]|receive-message\b[^|;&]*--wait-time-seconds[ =]+[1-9]"
+    r"|\bb(?:l|r)pop(?:lpush)?\b[^|;&]*\s[1-9]\d*(?:\.\d+)?\s*(?:$|[|;&\n])|\bblmove\b|\bxread\b[^|;&]*\bblock\s+[1-9]"
+    r"|\bkubectl\b[^|;&]*\s(?:--watch|-w)(?:\s|$)|feed=longpoll"
+)
+_LONG_POLL_HINTS = ("getupdates", "receive-message", "pop", "blmove", "block", "kubectl", "longpoll")
+
+
+def long_poll_command(arguments: Any) -> bool:
+    """True when a call's shell command long-polls (``curl ".../getUpdates?timeout=30"``,
+    ``aws sqs receive-message --wait-time-seconds 20``, ``redis-cli BLPOP jobs 30``,
+    ``kubectl get pods --watch``)."""
+    if type(arguments) is not dict:
+        return False
+    command = next((arguments[key] for key in _COMMAND_ARGUMENTS if type(arguments.get(key)) is str), None)
+    if command is None:
+        return False
+    lowered = command[:1000].lower()
+    return any(hint in lowered for hint in _LONG_POLL_HINTS) and _LONG_POLL_COMMAND.search(lowered) is not None
+
+
 def waits_on_server(arguments: Any) -> bool:
     """True when the arguments ask the server to hold the call until news comes: a timeout or
     wait of at least one second (``{"timeout": 50}``, ``{"WaitTimeSeconds": 20}``), or a

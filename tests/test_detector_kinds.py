@@ -16,7 +16,7 @@ import pytest
 from loopguard import Guard, ToolCall, ToolResult
 from loopguard.observations import exit_status_only, is_empty_data, normalize, observe
 from loopguard.policy import load_policy
-from loopguard.tool_names import inferred_kind, long_polls_by_name, runs_command, searches, sleeps, split_name, waits_on_server, writes_by_name
+from loopguard.tool_names import inferred_kind, long_poll_command, long_polls_by_name, runs_command, searches, sleeps, split_name, waits_on_server, writes_by_name
 from loopguard.traces import replay_file
 from loopguard.traces.report import RunReport
 
@@ -581,3 +581,20 @@ def test_break_it_round_two(policy, tmp_path: Path) -> None:
                   json.dumps({"instances": [{"host": f"web-{index:02d}", "status": "running" if index % 2 else "stopped"}], "next_token": f"tok{index + 1:03d}"}))
              for index in range(6)]
     assert first(replay(policy, tmp_path, pages)) is None
+
+
+def test_long_polls_run_as_shell_commands_are_polls(policy, tmp_path: Path) -> None:
+    """Blind round 7: Telegram by curl, SQS by the AWS CLI and Redis BLPOP, each empty a few
+    times before a message comes."""
+    commands = {
+        'curl -s "https://api.telegram.org/bot$T/getUpdates?offset=7&timeout=30"': '{"ok":true,"result":[]}\n[exit code 0]',
+        "aws sqs receive-message --queue-url https://sqs.test/q --wait-time-seconds 20": "[exit code 0]",
+        "redis-cli -h queue.internal BLPOP jobs:pdf-render 30": "(nil)\n[exit code 0]",
+    }
+    for command, empty in commands.items():
+        run = [step("bash", {"command": command}, empty) for _ in range(3)] + [step("bash", {"command": command}, "job 55821\n[exit code 0]")]
+        assert first(replay(policy, tmp_path, run)) is None, command
+    assert [long_poll_command({"command": command}) for command in (*commands, "kubectl get pods -w", "ls -w 80 x", "redis-cli LPOP jobs", "curl https://x.test/getUpdates?offset=1")] == [
+        True, True, True, True, False, False, False,
+    ]
+    assert [observe(text).empty for text in ("(nil)\n[exit code 0]", "[exit code 0]", "api\ncli\n[exit code 0]", '{"ok":true,"result":[]}\n[exit code 0]')] == [True, True, False, True]

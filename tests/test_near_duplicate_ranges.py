@@ -9,7 +9,7 @@ import pytest
 
 from loopguard import Guard, ToolCall, ToolResult
 from loopguard.detectors import near_duplicate
-from loopguard.detectors.near_duplicate import _command_line_range, _kind_of, _plain, _query_range, _range_of
+from loopguard.detectors.near_duplicate import _command_line_range, _inside, _kind_of, _plain, _query_range, _range_of
 from loopguard.tool_names import changes_state
 
 
@@ -261,3 +261,11 @@ def test_a_url_that_pages_by_its_query_is_a_range() -> None:
     outputs = ["HTTP/2.0 200 OK\n\n[{\"number\": 1}]", "HTTP/2.0 200 OK\n\n[{\"number\": 2}]", empty, empty, empty]
     decisions = run("bash", [{"command": f'gh api -i "repos/acme/shop/pulls?per_page=10&page={page}"'} for page in range(1, 6)], outputs)
     assert [after.action.value for _, after in decisions] == ["continue", "continue", "continue", "replan", "replan"]
+
+
+def test_a_view_shifted_by_a_few_lines_is_a_re_read() -> None:
+    """Blind round 7: 140-190, 138-188, 142-192, then 140-190 and 141-191 read almost nothing new."""
+    assert _inside((140.0, 191.0), [(138.0, 189.0), (142.0, 193.0)])
+    assert _inside((0.0, 100.0), [(0.0, 91.0)]) and not _inside((0.0, 100.0), [(0.0, 89.0)])
+    assert not _inside((45.0, 95.0), [(0.0, 50.0)])  # paging on with an overlap of a few rows
+    assert not _inside((5.0, 6.0), [(4.0, 5.0)])  # the next page number

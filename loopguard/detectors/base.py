@@ -123,11 +123,14 @@ class SignatureStats:
         sleeps: the call runs a command that sleeps first (see :func:`polls`; ``None`` until needed).
         changes_state: the call may change what later reads return (see
             :func:`~loopguard.tool_names.changes_state`; ``None`` until needed).
+        long_poll: the call's shell command long-polls (see
+            :func:`~loopguard.tool_names.long_poll_command`; ``None`` until needed).
     """
 
     __slots__ = (
         "results", "last", "advancing_value", "advancing_between", "last_failure", "identical_pending", "polling",
         "failures", "novel_at_failure", "arguments_shape", "description", "stale_results", "sleeps", "changes_state",
+        "long_poll",
     )
 
     def __init__(self) -> None:
@@ -146,6 +149,7 @@ class SignatureStats:
         self.stale_results = 0
         self.sleeps: bool | None = None
         self.changes_state: bool | None = None
+        self.long_poll: bool | None = None
 
     @property
     def advancing(self) -> bool:

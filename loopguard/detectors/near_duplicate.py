@@ -840,16 +840,30 @@ def _word_character(character: str) -> bool:
     return character.isalnum() or character == "_"
 
 
+#: Share of a range that ranges already read must cover for it to be a re-read: a view shifted
+#: by a few lines (140-190 after 138-188 and 142-192) reads almost nothing new.
+REREAD_COVERAGE = 0.9
+
+
 def _inside(span: tuple[float, float], covered: list[tuple[float, float]]) -> bool:
-    """True when ``span`` lies inside the union of ``covered`` ranges."""
+    """True when the union of ``covered`` ranges covers at least REREAD_COVERAGE of ``span``
+    (all of it for a span of one position: a page number read again)."""
     if not covered:
         return False
     low, high = span
+    length = high - low
+    if length <= 0:
+        return False
+    allowed = length * (1 - REREAD_COVERAGE) if length > 1 else 0.0  # the part that may be new
+    new = 0.0
     for start, end in sorted(covered):
         if start > low:
-            return False
+            new += min(start, high) - low
+            if new > allowed:
+                return False
+            low = start
         if end > low:
             low = end
         if low >= high:
             return True
-    return low >= high
+    return new + (high - low) <= allowed
