@@ -202,13 +202,22 @@ def _says_empty(stripped: str, ascii_text: bool) -> bool:
     return len(folded) <= 120 and phrase.match(folded) is not None
 
 
+#: Empty data as programs print it: JSON's empty containers, redis-cli's nil and empty list.
+_EMPTY_DATA = frozenset({"[]", "{}", "[[]]", "(nil)", "(empty list or set)", "(empty array)"})
+
+
 def is_empty_data(text: str) -> bool:
     """True when an output that reads as empty is structured data with nothing in it (``[]``,
-    ``{"items": []}``, an HTTP response whose body is one of those), as opposed to silence or
-    a sentence: a command (``curl``, ``gh api``) that prints it asked for data and got none."""
+    ``{"items": []}``, redis-cli's ``(nil)``, an HTTP response whose body is one of those, with
+    or without a shell's closing ``[exit code 0]``), as opposed to silence or a sentence: a
+    command (``curl``, ``gh api``, ``redis-cli``) that prints it asked for data and got none."""
     body = _http_body(text) if text[:5].lower() == "http/" else text
     stripped = body.strip()
-    return stripped[:1] in ("[", "{") and (stripped in ("[]", "{}", "[[]]") or is_empty_envelope(stripped))
+    if stripped.endswith("[exit code 0]"):
+        stripped = stripped[:-13].rstrip()  # a shell's report of success is no content
+    if stripped in _EMPTY_DATA:
+        return True
+    return stripped[:1] == "{" and "[]" in stripped and is_empty_envelope(stripped)
 
 
 def _http_body(response: str) -> str:

@@ -166,7 +166,7 @@ def searches(tool: str, arguments: Any) -> bool:
         command = next((arguments[key] for key in _COMMAND_ARGUMENTS if type(arguments.get(key)) is str), None)
         if command is not None:
             # Quoted text is no pipeline: grep -E 'a|b' is one stage.
-            words = _STAGES.split(_unquoted(command[-1000:]))[-1].split()
+            words = _STAGES.split(_unquoted(command[-1000:]).rstrip(" \t\r\n;&|"))[-1].split()
             after_option = False
             for word in words:
                 if word.rsplit("/", 1)[-1].lower() in _SEARCH_COMMANDS:

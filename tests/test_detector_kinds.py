@@ -598,3 +598,10 @@ def test_long_polls_run_as_shell_commands_are_polls(policy, tmp_path: Path) -> N
         True, True, True, True, False, False, False,
     ]
     assert [observe(text).empty for text in ("(nil)\n[exit code 0]", "[exit code 0]", "api\ncli\n[exit code 0]", '{"ok":true,"result":[]}\n[exit code 0]')] == [True, True, False, True]
+
+
+def test_empty_data_with_a_shell_suffix_and_searches_ending_in_a_separator() -> None:
+    """From the docs check: redis-cli's (nil) and '[]' before '[exit code 0]' are empty data,
+    and a grep command ending in a newline or ';' is still a search."""
+    assert [is_empty_data(text) for text in ("(nil)", "[]\n[exit code 0]", '{"items": []}\n[exit code 0]', "(empty list or set)")] == [True] * 4
+    assert searches("bash", {"command": "grep -rn needle src\n"}) and searches("bash", {"command": "grep -rn needle src;"})

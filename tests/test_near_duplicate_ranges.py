@@ -269,3 +269,12 @@ def test_a_view_shifted_by_a_few_lines_is_a_re_read() -> None:
     assert _inside((0.0, 100.0), [(0.0, 91.0)]) and not _inside((0.0, 100.0), [(0.0, 89.0)])
     assert not _inside((45.0, 95.0), [(0.0, 50.0)])  # paging on with an overlap of a few rows
     assert not _inside((5.0, 6.0), [(4.0, 5.0)])  # the next page number
+
+
+def test_a_url_argument_that_pages_is_read_and_exactly_ninety_percent_is_a_re_read() -> None:
+    """From the docs check: a URL with no other text argument was skipped as plain arguments,
+    and 90 % coverage exactly failed a float comparison."""
+    assert not _plain({"url": "https://api.example.test/users?limit=50&offset=100"})
+    pages = run("http_get", [{"url": f"https://api.example.test/users?limit=50&offset={offset}"} for offset in (100, 150, 200)], ['{"users": []}'] * 3)
+    assert near_duplicate_signals(pages[1][0]) == [("pagination", [150.0, 200.0])]
+    assert _inside((10.0, 110.0), [(0.0, 100.0)])

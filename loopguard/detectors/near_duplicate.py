@@ -435,8 +435,8 @@ def _plain(arguments: Any) -> bool:
             return False
         value_type = type(value)
         if value_type is str:
-            if " " in value or (len(value) >= 10 and _is_volatile(value.strip())):
-                return False
+            if " " in value or (len(value) >= 10 and _is_volatile(value.strip())) or ("?" in value and "=" in value):
+                return False  # text, a throwaway value, or a URL whose query may page
         elif value_type is not int and value_type is not bool and value is not None:
             return False
     return True
@@ -854,7 +854,7 @@ def _inside(span: tuple[float, float], covered: list[tuple[float, float]]) -> bo
     length = high - low
     if length <= 0:
         return False
-    allowed = length * (1 - REREAD_COVERAGE) if length > 1 else 0.0  # the part that may be new
+    allowed = length * (1 - REREAD_COVERAGE) + 1e-9 if length > 1 else 0.0  # the part that may be new (exactly 90 % counts)
     new = 0.0
     for start, end in sorted(covered):
         if start > low:
