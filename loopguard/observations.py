@@ -211,13 +211,25 @@ def is_empty_data(text: str) -> bool:
     ``{"items": []}``, redis-cli's ``(nil)``, an HTTP response whose body is one of those, with
     or without a shell's closing ``[exit code 0]``), as opposed to silence or a sentence: a
     command (``curl``, ``gh api``, ``redis-cli``) that prints it asked for data and got none."""
-    body = _http_body(text) if text[:5].lower() == "http/" else text
-    stripped = body.strip()
-    if stripped.endswith("[exit code 0]"):
-        stripped = stripped[:-13].rstrip()  # a shell's report of success is no content
+    stripped = _content(text)
     if stripped in _EMPTY_DATA:
         return True
     return stripped[:1] == "{" and "[]" in stripped and is_empty_envelope(stripped)
+
+
+#: What a shell tool appends to the output of a command that succeeded.
+_SHELL_SUCCESS = "[exit code 0]"
+
+
+def _content(text: str) -> str:
+    """An output's content, stripped: for an HTTP response printed with its status line and
+    headers (``curl -i``, ``gh api -i``), its body (the headers end at the first blank line,
+    so a response of headers alone has none), and without a shell's closing
+    ``[exit code 0]`` (a report of success is no content)."""
+    content = _http_body(text).strip() if text.lstrip()[:5].lower() == "http/" else text.strip()
+    if content[-1:] == "]" and content.lower().endswith(_SHELL_SUCCESS):
+        content = content[: -len(_SHELL_SUCCESS)].rstrip()
+    return content
 
 
 def _http_body(response: str) -> str:
@@ -623,12 +635,9 @@ class Observation:
             # API's envelope (parsed only when it holds "[]").
             stripped = lowered.strip()
             body = self.text
-            if stripped[-1:] == "]" and stripped.endswith("[exit code 0]"):
-                stripped = stripped[:-13].rstrip()  # a shell's report of success is no content
-                body = body.rstrip()[:-13]
-            if stripped[:5] == "http/":
-                body = _http_body(body)  # a response printed with its headers (curl -i, gh api -i)
-                stripped = body.lower().strip()
+            if (stripped[-1:] == "]" and stripped.endswith(_SHELL_SUCCESS)) or stripped[:5] == "http/":
+                body = _content(body)  # without a shell's "[exit code 0]" or an HTTP response's headers
+                stripped = body.lower()
             self.empty = _says_empty(stripped, ascii_text)
             if not self.empty and self._tail is None and "[]" in stripped and stripped[:1] == "{":
                 self.empty = is_empty_envelope(body)  # (a cut text is no whole object: not parsed)

@@ -42,7 +42,7 @@ _COMMAND_TOOL_WORDS = frozenset({"bash", "shell", "sh", "terminal", "exec", "exe
 _COMMAND_ARGUMENTS = ("command", "cmd", "script", "shell", "commands")
 _COMMAND_ARGUMENT_SET = frozenset(_COMMAND_ARGUMENTS)
 #: Arguments that hold code to run (a "code" argument is code only where sleeping is in question).
-_SCRIPT_ARGUMENTS = frozenset(_COMMAND_ARGUMENTS) | {"code"}
+_SCRIPT_ARGUMENTS = _COMMAND_ARGUMENT_SET | {"code"}
 # A sleep in a shell command or a script: "sleep 60; dig ...", "time.sleep(5)", "Start-Sleep -s 5".
 _ONLY_SLEEP = re.compile(r"[ \t]*sleep[ \t]+(?:\d+(?:\.\d+)?|\.\d+)[smhd]?[\s;]*", re.IGNORECASE)
 # In command position only: "sleep 60; dig ...", "make && sleep .5 && curl", and inside quotes
@@ -115,6 +115,11 @@ def runs_command(tool: str, arguments: Any) -> bool:
     return _is_command_tool(tool)
 
 
+def _command_of(arguments: dict[Any, Any]) -> str | None:
+    """The command a call runs: the first text among its command arguments, if any."""
+    return next((arguments[key] for key in _COMMAND_ARGUMENTS if type(arguments.get(key)) is str), None)
+
+
 def _is_command_tool(tool: str) -> bool:
     """True when the tool's name says it runs shell commands (``bash``, ``run_cmd``)."""
     return not _COMMAND_TOOL_WORDS.isdisjoint(name_words(tool))
@@ -163,7 +168,7 @@ def searches(tool: str, arguments: Any) -> bool:
     after prefixes such as ``sudo -u app``, ``timeout 10``, ``xargs -0`` or ``LC_ALL=C``), or
     the tool is named for one (``grep``, ``ripgrep_search``)."""
     if type(arguments) is dict:
-        command = next((arguments[key] for key in _COMMAND_ARGUMENTS if type(arguments.get(key)) is str), None)
+        command = _command_of(arguments)
         if command is not None:
             # Quoted text is no pipeline: grep -E 'a|b' is one stage.
             words = _STAGES.split(_unquoted(command[-1000:]).rstrip(" \t\r\n;&|"))[-1].split()
@@ -212,14 +217,13 @@ def changes_state(tool: str, arguments: Any) -> bool:
     if type(arguments) is not dict or arguments.keys().isdisjoint(_COMMAND_ARGUMENT_SET):
         return _edits_by_name(tool[:NAME_LIMIT])
     # A command says what the call does, whatever the tool's name ("str_replace_editor" views too).
-    for key in _COMMAND_ARGUMENTS:
-        command = arguments.get(key)
-        if type(command) is str:
-            if " " not in command.strip():  # an editor's own command word
-                return not _EDITOR_WRITES.isdisjoint(split_name(command))
-            command = command[:2000]
-            return _CHANGES_FILES.search(_unquoted(command)) is not None or _SCRIPT_WRITES.search(command) is not None
-    return False
+    command = _command_of(arguments)
+    if command is None:
+        return False
+    if " " not in command.strip():  # an editor's own command word
+        return not _EDITOR_WRITES.isdisjoint(split_name(command))
+    command = command[:2000]
+    return _CHANGES_FILES.search(_unquoted(command)) is not None or _SCRIPT_WRITES.search(command) is not None
 
 
 @lru_cache(maxsize=4096)
@@ -259,7 +263,7 @@ def long_poll_command(arguments: Any) -> bool:
     ``kubectl get pods --watch``)."""
     if type(arguments) is not dict:
         return False
-    command = next((arguments[key] for key in _COMMAND_ARGUMENTS if type(arguments.get(key)) is str), None)
+    command = _command_of(arguments)
     if command is None:
         return False
     lowered = command[:1000].lower()

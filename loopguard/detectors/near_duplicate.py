@@ -52,6 +52,8 @@ CURSOR_MIN_LENGTH = 2
 PAGES_REMEMBERED = 64
 #: Kinds whose calls never page.
 _NEVER_PAGES = frozenset({"write", "handoff", "think", "wait"})
+#: Tools whose recent calls, previous call and cursor pages are remembered.
+_TOOLS_REMEMBERED = 256
 
 _THROWAWAY_KEYS = frozenset(
     {
@@ -323,7 +325,7 @@ def shape_of(record: CallRecord) -> _Shape:
         if isinstance(value, str):
             if _is_volatile(value.strip()):
                 continue
-            if span is None and len(value) <= _COMMAND_LIMIT and ("sed" in value or "NR" in value or "?" in value):
+            if span is None and len(value) <= _COMMAND_LIMIT:
                 found_range = _command_line_range(value) if "sed" in value or "NR" in value else None
                 if found_range is None and "?" in value:
                     found_range = _query_range(value)
@@ -488,7 +490,7 @@ class NearDuplicate:
         self.reconfigure(config)
         # Each tool's latest calls: (shape, whether it re-read a range, the call's record, the
         # number of calls that changed state before it).
-        self._recent: BoundedMap[str, deque[tuple[_Shape, bool, CallRecord, int]]] = BoundedMap(256)
+        self._recent: BoundedMap[str, deque[tuple[_Shape, bool, CallRecord, int]]] = BoundedMap(_TOOLS_REMEMBERED)
         # Calls that may have changed what reads return (counted once a range was read): a
         # range read before the latest of them no longer covers a read after it.
         self._changes = 0
@@ -648,7 +650,7 @@ class NearDuplicate:
             # The usual case, with no call: the value itself, when it occurs in the output at all.
             if changed not in text and (not end or changed not in end):
                 return None
-            candidates: Any = (changed,) if len(changed) >= CURSOR_MIN_LENGTH and " " not in changed and changed.isprintable() else ()
+            candidates: Any = (changed,) if _could_be_cursor(changed) else ()
         else:
             candidates = _new_text(changed, old, 0)
         cursor = None
@@ -745,7 +747,6 @@ class NearDuplicate:
         return None
 
 
-_TOOLS_REMEMBERED = 256
 _ABSENT = object()
 
 
@@ -808,20 +809,25 @@ def _new_text(value: Any, old: Any, depth: int) -> list[str]:
     """The texts in ``value`` that ``old`` (the same argument in the previous call, or
     ``_ABSENT``) did not hold and that could be a cursor: the value itself, the new parts of a
     URL (``...&cursor=X``), or the one value that changed inside an object (``{"params":
-    {"cursor": X}}``). A cursor has at least CURSOR_MIN_LENGTH characters and no spaces (a
-    reworded query is none)."""
+    {"cursor": X}}``), each as :func:`_could_be_cursor` allows."""
     if type(value) is str:
         if type(old) is str and ("?" in value or "&" in value or "://" in value):
             parts = set(_URL_PARTS.split(value)).difference(_URL_PARTS.split(old))
         else:
             parts = {value}
-        return [part for part in parts if len(part) >= CURSOR_MIN_LENGTH and " " not in part and part.isprintable()]
+        return [part for part in parts if _could_be_cursor(part)]
     if type(value) is dict and type(old) is dict and depth < 2:
         changed = [(key, item) for key, item in value.items() if old.get(key, _ABSENT) != item]
         if len(changed) == 1 and len(old) >= len(value) - 1:
             key, item = changed[0]
             return _new_text(item, old.get(key, _ABSENT), depth + 1)
     return []
+
+
+def _could_be_cursor(text: str) -> bool:
+    """A cursor has at least CURSOR_MIN_LENGTH characters, all printable, and no spaces (a
+    reworded query is none)."""
+    return len(text) >= CURSOR_MIN_LENGTH and " " not in text and text.isprintable()
 
 
 def _holds_token(text: str, token: str) -> bool:
