@@ -202,6 +202,10 @@ def _says_empty(stripped: str, ascii_text: bool) -> bool:
     return len(folded) <= 120 and phrase.match(folded) is not None
 
 
+#: How SQL clients end a query's printout that has no row: psql, SQL Server's sqlcmd, Oracle's
+#: SQL*Plus (MySQL's "Empty set (0.00 sec)" starts as an empty phrase does).
+_ZERO_ROWS = ("(0 rows)", "(0 rows affected)", "no rows selected")
+
 #: Empty data as programs print it: JSON's empty containers, redis-cli's nil and empty list.
 _EMPTY_DATA = frozenset({"[]", "{}", "[[]]", "(nil)", "(empty list or set)", "(empty array)"})
 
@@ -242,14 +246,18 @@ def _http_body(response: str) -> str:
     return response
 
 
-def is_empty_envelope(text: str) -> bool:
+def is_empty_envelope(text: str, request: Any = None) -> bool:
     """True for a JSON object whose collections are all empty and whose other fields only
     describe the request or its paging: an empty answer in an API's envelope, such as
     ``{"users": [], "total": 68, "offset": 75}``, ``{"matches": [], "request_id": "r-1"}`` or
     ``{"took": 38, "hits": {"total": 0, "events": []}}`` or ``{"Items": [], "Count": 0,
     "ResponseMetadata": {...}}`` (an object under a key naming metadata or headers only
     describes the response). ``{"id": "u1", "name": "Bob",
-    "roles": []}`` is a record, and ``{"errors": []}`` no answer."""
+    "roles": []}`` is a record, and ``{"errors": []}`` no answer.
+
+    ``request`` is the call's arguments (a dict), if known: a scalar field that echoes one of
+    them, with the same key and value, describes the request too (``{"product": "B0C7",
+    "page": 4, "reviews": []}`` for ``fetch_reviews(product="B0C7", page=4)``)."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
@@ -259,10 +267,13 @@ def is_empty_envelope(text: str) -> bool:
             data = ast.literal_eval(text)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return False
-    return type(data) is dict and _envelope(data, 0) == _EMPTY_ANSWER
+    return type(data) is dict and _envelope(data, 0, request if type(request) is dict else _NO_REQUEST) == _EMPTY_ANSWER
 
 
-def _envelope(data: dict[str, Any], depth: int) -> int:
+_NO_REQUEST: dict[Any, Any] = {}
+
+
+def _envelope(data: dict[str, Any], depth: int, request: dict[Any, Any]) -> int:
     """``_EMPTY_ANSWER`` for an empty answer in an envelope, ``_ENVELOPE_ONLY`` for fields that
     only describe the request, ``_DATA`` as soon as a field carries data."""
     found = False
@@ -274,7 +285,7 @@ def _envelope(data: dict[str, Any], depth: int) -> int:
             elif kind is dict and not _RESPONSE_DESCRIPTIONS.isdisjoint(split_name(key)):
                 continue  # {"ResponseMetadata": {"RequestId": ..., "HTTPHeaders": {...}}} describes the response
             elif kind is dict and depth < 3:
-                inner = _envelope(value, depth + 1)  # {"hits": {"total": 0, "events": []}}
+                inner = _envelope(value, depth + 1, request)  # {"hits": {"total": 0, "events": []}}
                 if inner == _DATA:
                     return _DATA
                 found = found or inner == _EMPTY_ANSWER
@@ -284,6 +295,8 @@ def _envelope(data: dict[str, Any], depth: int) -> int:
         if kind is str and _says_empty(lowered := value.lower().strip(), lowered.isascii()):
             found = True  # {"series": [], "message": "no datapoints found"}
             continue
+        if key in request and request[key] == value:
+            continue  # an argument echoed back: {"product": "B0C7", ...} for product="B0C7"
         words = split_name(key)
         if not words or words == ["id"] or not all(word in _ENVELOPE_WORDS for word in words):
             return _DATA  # a field that carries data
@@ -560,6 +573,19 @@ def _inferred_failure(head: str, tail: str, output: Any) -> bool:
     return "xit" in tail and _EXIT_CODE.search(tail) is not None
 
 
+# What a failure says when what was asked for is not there: its text names what was asked.
+_NOT_FOUND_CODES = frozenset({404, 410})
+_NOT_FOUND_WORDS = re.compile(r"\b(?:not[ _]found|no such|does not exist|doesn't exist|could not find|couldn't find|unknown)\b")
+
+
+def is_not_found(text: str) -> bool:
+    """True for a failure that says what was asked for does not exist (404, 410, "not found",
+    "no such", "does not exist", "could not find", "unknown"): such a failure depends on the
+    arguments, and a call with other arguments may well succeed."""
+    head = text[:300].lower()
+    return status_code(head) in _NOT_FOUND_CODES or _NOT_FOUND_WORDS.search(head) is not None
+
+
 def classify_failure(text: str) -> str:
     """``permanent`` (401/403, invalid request, not found, schema), ``retryable`` (429, 503, timeouts)
     or ``deterministic`` (anything else: the same input will fail the same way)."""
@@ -610,8 +636,9 @@ class Observation:
 
     __slots__ = ("text", "end", "exact", "skeleton", "empty", "error", "failure_class", "shape", "_tail", "_fingerprint")
 
-    def __init__(self, text: str, error: bool, failure_class: str | None, lowered: str | None = None) -> None:
-        """``lowered`` is ``text[:MAX_COMPARED].lower()`` when the caller has it already."""
+    def __init__(self, text: str, error: bool, failure_class: str | None, lowered: str | None = None, request: Any = None) -> None:
+        """``lowered`` is ``text[:MAX_COMPARED].lower()`` when the caller has it already;
+        ``request`` is the call's arguments (see :func:`is_empty_envelope`)."""
         self.exact = hash(text)
         if len(text) > MAX_COMPARED:
             self._tail = hash(text[MAX_COMPARED:])
@@ -638,9 +665,9 @@ class Observation:
             if (stripped[-1:] == "]" and stripped.endswith(_SHELL_SUCCESS)) or stripped[:5] == "http/":
                 body = _content(body)  # without a shell's "[exit code 0]" or an HTTP response's headers
                 stripped = body.lower()
-            self.empty = _says_empty(stripped, ascii_text)
+            self.empty = _says_empty(stripped, ascii_text) or stripped.endswith(_ZERO_ROWS)
             if not self.empty and self._tail is None and "[]" in stripped and stripped[:1] == "{":
-                self.empty = is_empty_envelope(body)  # (a cut text is no whole object: not parsed)
+                self.empty = is_empty_envelope(body, request)  # (a cut text is no whole object: not parsed)
         self._fingerprint: int | None = None
         self.shape = _failure_shape(self.text, self._tail is not None) if error else 0
 
@@ -672,9 +699,10 @@ NO_MATCH = Observation("[no match: exit status 1]", False, None)
 NO_MATCH.empty = True
 
 
-def observe(output: Any, error: bool | None = None) -> Observation:
+def observe(output: Any, error: bool | None = None, request: Any = None) -> Observation:
     """Read one output (never raises: an output that cannot even be read as text is
-    ``"<unreadable output>"``)."""
+    ``"<unreadable output>"``). ``request``, the call's arguments when known, tells the fields
+    of a JSON reply that only echo them (see :func:`is_empty_envelope`)."""
     try:
         text = output if type(output) is str else output_text(output)
         # (A one-character slice is a cached string: comparing it is cheaper than startswith.)
@@ -684,8 +712,8 @@ def observe(output: Any, error: bool | None = None) -> Observation:
             # Lowercased once for both readings (for ASCII, slicing and lowercasing commute).
             lowered = text.lower()
             failed = _inferred_failure(lowered[:300], lowered[-200:], output) if error is None else bool(error)
-            return Observation(text, failed, classify_failure(text) if failed else None, lowered)
+            return Observation(text, failed, classify_failure(text) if failed else None, lowered, request)
         failed = looks_like_error(text, output) if error is None else bool(error)
-        return Observation(text, failed, classify_failure(text) if failed else None)
+        return Observation(text, failed, classify_failure(text) if failed else None, None, request)
     except Exception:
         return Observation("<unreadable output>", bool(error), DETERMINISTIC if error else None)

@@ -321,7 +321,7 @@ class Session:
                 signatures.move_to_end(key)
                 if known is not record.stats:
                     record.stats = known  # another call of this signature got its result first
-            observation = observe(result.output, result.error)
+            observation = observe(result.output, result.error, record.signature.arguments)
             if observation.error:
                 observation = _no_match_or_failure(record, observation)
                 if observation.error:
@@ -330,6 +330,7 @@ class Session:
             record.observation = observation
             signals = list(carried) if carried else []
             memory = self._memory
+            self._near_duplicate.result(record)  # (first: it tells a page already read, for no_progress)
             progress_signal, stale = self._no_progress.result(record, memory)
             self._stale = progress_signal
             if progress_signal is not None:
@@ -339,7 +340,6 @@ class Session:
                 signals.append(failure_signal)
             if not stale and not observation.error and record.handoff_target is None:
                 self._handoff.work_done()
-            self._near_duplicate.result(record)
             return self._decide(policy, "after_call", self._steps - 1, record.signature.tool, record.index, signals, ALLOW)
         finally:
             lock.release()
@@ -485,9 +485,9 @@ class Session:
             signal = detector.pending(record, memory)
             if signal is not None:
                 signals.append(signal)
-        if signals and stale is None and record.stats.stale_results >= self._no_progress.patience:
-            # Another detector flags the call, and the call itself brought nothing new its last
-            # times though other calls did: that is no progress too.
+        if signals and stale is None and (record.stats.stale_results >= self._no_progress.patience or record.sequence is not None):
+            # Another detector flags the call, and the call itself (or its paging sequence) brought
+            # nothing new its last times though other calls did: that is no progress too.
             signal = self._no_progress.pending(record, memory)
             if signal is not None:
                 signals.append(signal)

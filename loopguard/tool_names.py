@@ -32,11 +32,17 @@ _WAIT_PREFIXES = frozenset({"time", "mcp", "tools", "tool", "util", "utils", "sy
 _WAIT_UNITS = frozenset(
     {"s", "sec", "secs", "second", "seconds", "ms", "millis", "milliseconds", "min", "mins", "minute", "minutes", "for", "a", "while"}
 )
-#: First words of tool names that change state (their replies acknowledge their own call).
+#: Verbs of tool names that change state (their replies acknowledge their own call), and
+#: verbs of tool names that read: a name's first verb of either kind says which it is.
 _WRITE_VERBS = frozenset(
-    "add append apply approve archive assign book cancel change close comment commit copy create delete disable edit enable "
-    "insert label mark merge modify move notify patch post publish push put register reject remove rename replace reply "
-    "reset save schedule send set store submit tag update upload upsert write".split()
+    "add append apply approve archive assign book cancel change close comment commit copy create delegate delete disable "
+    "edit enable escalate forward grant handoff insert invite label mark merge modify move notify patch post publish push "
+    "put refund register reject remove rename replace reply reset revoke save schedule send set share store submit tag "
+    "transfer update upload upsert write".split()
+)
+_READ_VERBS = frozenset(
+    "browse cat check count describe download fetch find get head inspect list load lookup open poll print query read "
+    "retrieve scan search select show stat status tail view wait watch".split()
 )
 _COMMAND_TOOL_WORDS = frozenset({"bash", "shell", "sh", "terminal", "exec", "execute", "cmd", "powershell", "console"})
 _COMMAND_ARGUMENTS = ("command", "cmd", "script", "shell", "commands")
@@ -98,14 +104,20 @@ def _inferred_kind(name: str) -> str:
 
 
 def writes_by_name(tool: str) -> bool:
-    """True when the tool's name starts with a verb that changes state (``edit_file``)."""
+    """True when the first verb in the tool's name changes state: ``edit_file``,
+    ``sheets_update``, ``mailgun_send``, ``transfer_to_billing``; not ``get_update_status``
+    (its first verb reads) nor ``message_history`` (no verb)."""
     return _writes_by_name(tool[:NAME_LIMIT])
 
 
 @lru_cache(maxsize=4096)
 def _writes_by_name(name: str) -> bool:
-    words = _name_words(name)
-    return bool(words) and words[0] in _WRITE_VERBS
+    for word in _name_words(name):
+        if word in _WRITE_VERBS:
+            return True
+        if word in _READ_VERBS:
+            return False
+    return False
 
 
 def runs_command(tool: str, arguments: Any) -> bool:

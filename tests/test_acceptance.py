@@ -102,9 +102,6 @@ BLIND_EXCEPTIONS = {
     # Cursor pages past the end, each empty with a fresh cursor: a cursor followed from an
     # empty page is no signal (an event stream polled with since-tokens looks the same).
     "b7-stuck-cursor-past-end-empty-pages": "missed",
-    # A long poll whose offset stays on a handled update, between replies that are news:
-    # caught by the repeat of the same news, two steps late.
-    "b7-stuck-telegram-offset-not-advanced": "late",
     # A redelivered message with a new receipt handle and receive count each time: new text.
     "b7-stuck-sqs-message-never-deleted": "missed",
     # The same record read again at a fixed offset between inserts: caught one step late.
@@ -119,8 +116,6 @@ BLIND_EXCEPTIONS = {
     "b6-stuck-pastend-slack-latest-before-channel-created": "missed",
     # A1-notation ranges (Invoices!A77:F101) are no ranges, and a reply without `values` is not empty.
     "b6-stuck-pastend-sheets-ranges": "missed",
-    # The same update re-delivered between acknowledged replies: caught by the cycle at step 8.
-    "b6-stuck-samecursor-telegram-offset-equals-last-update": "late",
     # The same records with a new iterator, lag and request id in each reply: new text each time.
     "b6-stuck-samecursor-kinesis-stale-iterator": "missed",
     # The same page re-read between appends whose acknowledgements are news: only a warning.

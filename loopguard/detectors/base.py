@@ -61,12 +61,15 @@ class CallRecord:
         stale: set by no_progress: the call's result brought nothing new.
         long_poll: the call asks the server to wait for news (the session makes it a poll): an
             empty answer is the wait ending, the same news again is no poll.
+        sequence: set by near_duplicate for a call that reads a range: the digest of its
+            arguments without the range, shared by the calls that page through the same data
+            (their results' staleness is counted together by no_progress).
     """
 
     # A plain slotted class with a positional constructor: one is built per call.
     __slots__ = (
         "index", "step", "signature", "stats", "tool_kind", "agent", "pending_patience", "observation", "handoff_target",
-        "repeats_known", "after_wait", "stale", "long_poll",
+        "repeats_known", "after_wait", "stale", "long_poll", "sequence",
     )
 
     def __init__(
@@ -92,6 +95,7 @@ class CallRecord:
         self.after_wait = False
         self.stale = False
         self.long_poll = False
+        self.sequence: int | None = None
 
     @property
     def tool(self) -> str:
@@ -125,12 +129,16 @@ class SignatureStats:
             :func:`~loopguard.tool_names.changes_state`; ``None`` until needed).
         long_poll: the call's shell command long-polls (see
             :func:`~loopguard.tool_names.long_poll_command`; ``None`` until needed).
+        same_call: set by near_duplicate for arguments with a request's own identity (an
+            idempotency key, a request id, a nonce, a cache buster): the digest of the call
+            without it, shared by the calls that differ only there; ``None`` otherwise (the
+            signature key is the call's identity).
     """
 
     __slots__ = (
         "results", "last", "advancing_value", "advancing_between", "last_failure", "identical_pending", "polling",
         "failures", "novel_at_failure", "arguments_shape", "description", "stale_results", "sleeps", "changes_state",
-        "long_poll",
+        "long_poll", "same_call",
     )
 
     def __init__(self) -> None:
@@ -150,6 +158,7 @@ class SignatureStats:
         self.sleeps: bool | None = None
         self.changes_state: bool | None = None
         self.long_poll: bool | None = None
+        self.same_call: int | None = None
 
     @property
     def advancing(self) -> bool:

@@ -9,6 +9,12 @@ identical failure is a replan, unless new information arrived between the failur
 (the agent tried something that might have fixed it), in which case it warns and
 escalates only if the next call brings nothing new either.
 
+Calls of one tool with other arguments that fail with the same *permanent* error,
+``tool_attempts`` of them in a row (no success of the tool between), are a replan
+(``weight``): a changed query parameter, header or cache buster does not fix bad
+credentials, a bot challenge or a rejected value. A not-found counts only when its text
+is exactly the same again, since it names what was asked.
+
 Before a call runs, a call that has already failed identically ``attempts`` times is
 judged the same way, so the retry can be blocked, unless (for a deterministic failure
 seen ``attempts`` times, not more) new information arrived since it last failed: an edit
@@ -20,11 +26,12 @@ write may have half-applied, and repeating it verbatim is riskier than a read.
 from __future__ import annotations
 
 from ..decisions import Signal
-from ..observations import DETERMINISTIC, PERMANENT, REFUSED, RETRYABLE
+from ..observations import DETERMINISTIC, PERMANENT, REFUSED, RETRYABLE, is_not_found
 from ..policy.schema import FailureDetector
-from .base import CallRecord, RunMemory, SignatureStats, describe
+from .base import BoundedMap, CallRecord, RunMemory, SignatureStats, describe
 
 _SHAPES_PER_SIGNATURE = 8
+_TOOLS_REMEMBERED = 256
 _WARNING_SCORE = 0.5
 
 
@@ -35,10 +42,14 @@ class Failure:
         self.reconfigure(config)
         self._armed_after: int | None = None  # index of a call whose repeated failure came after new information
         self._armed_message = ""
+        # Each tool's failures in a row (no success of the tool between), whatever the calls'
+        # arguments: [failure shape, count]. Bounded: tool names come from the agent.
+        self._tool_failures: BoundedMap[str, list[int]] = BoundedMap(_TOOLS_REMEMBERED)
 
     def reconfigure(self, config: FailureDetector) -> None:
         self.config = config
         self._active = config.enabled  # read on every call
+        self._tool_attempts = config.tool_attempts
 
     def _score(self, failure_class: str, count: int) -> float | None:
         config = self.config
@@ -85,6 +96,8 @@ class Failure:
             if stats.failures:
                 stats.failures.clear()
                 stats.novel_at_failure.clear()  # type: ignore[union-attr]
+            if self._tool_failures:
+                self._tool_failures.pop(record.signature.tool, None)  # the tool works: a new streak
             if armed == record.index - 1 and stale and self.config.enabled:
                 return self._escalated(record, "brought nothing new")
             return None
@@ -104,10 +117,26 @@ class Failure:
         if not self.config.enabled:
             return None
         failure_class = observation.failure_class or "deterministic"
+        # Calls with other arguments fail "the same way" when the error has the same shape; a
+        # not-found names what was asked, so only its exact text again counts (fan-out over
+        # ids that do not exist is no retry).
+        in_a_row = 0
+        if failure_class == PERMANENT:
+            in_a_row = self._tool_failure(record.signature.tool, observation.exact if is_not_found(observation.text) else shape)
+        elif self._tool_failures:
+            self._tool_failures.pop(record.signature.tool, None)
         score = self._score(failure_class, count)
         if score is None:
             if armed == record.index - 1:
                 return self._escalated(record, "failed too")
+            if in_a_row >= self._tool_attempts:
+                return Signal(
+                    self.name,
+                    "repeated_permanent_failure_of_tool",
+                    self.config.weight,
+                    f"{record.signature.tool} failed {in_a_row} times in a row with the same permanent error, whatever its arguments: {_excerpt(observation.text)}",
+                    {"call": record.index, "failures": in_a_row, "class": failure_class},
+                )
             return None
         if failure_class == REFUSED:
             message = f"{describe(record)} was refused {count} times and the model keeps asking for it"
@@ -121,6 +150,16 @@ class Failure:
             self._armed_message = message
             return Signal(self.name, "repeated_failure_after_change", min(score, _WARNING_SCORE), message, evidence)
         return Signal(self.name, f"repeated_{failure_class}_failure", score, message, evidence)
+
+    def _tool_failure(self, tool: str, shape: int) -> int:
+        """Count a permanent failure of ``tool`` with ``shape``; return how many of the tool's
+        calls in a row have failed so (a success of the tool, or another failure, starts again)."""
+        streak = self._tool_failures.get(tool)
+        if streak is None or streak[0] != shape:
+            self._tool_failures.put(tool, [shape, 1])
+            return 1
+        streak[1] += 1
+        return streak[1]
 
     def _escalated(self, record: CallRecord, outcome: str) -> Signal:
         """The call after a forgiven repeated failure did not show progress either."""

@@ -16,6 +16,10 @@ Compares a pending call with the last ``window`` calls of the same tool:
   call of the same shape is ``stale``). This is healthy alone, so it is reported with a
   context score below every threshold; it only matters when it co-occurs with no_progress
   (paging past the end of the data), through ``scoring.escalate``.
+* **wrapped offsets**: calls that differ only in their range are one paging sequence
+  (``record.sequence``); a page read through a new range that says what a page of the
+  sequence said before, its echoed range arguments aside, is a re-read
+  (``record.repeats_known``, judged in ``result``, before no_progress reads it).
 * **wrapped cursor**: a call that follows a cursor (it differs from the tool's previous call
   in one text value, found as a token in that call's non-empty output) taken from a page
   that says what an earlier page of the tool said, once cursors and request ids are set
@@ -39,7 +43,7 @@ from typing import Any, NamedTuple
 
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
-from ..observations import reports_failure
+from ..observations import Observation, reports_failure
 from ..signature import is_digest_placeholder
 from ..tool_names import changes_state, split_name
 from .base import BoundedMap, CallRecord, RunMemory, describe
@@ -192,13 +196,26 @@ class _Shape:
     words: frozenset[str]
     span: tuple[float, float] | None
     span_text: str = ""  # the range as a message shows it (formatted once per signature)
+    range_keys: tuple[Any, ...] = ()  # the argument keys the range comes from (not for ranges inside a value)
+    sequence: int = 0  # digest of the structure: the paging sequence a ranged call belongs to
 
 
 #: The shape of arguments with no text, range, throwaway key or volatile value (see _plain).
 _PLAIN = _Shape(0, (), frozenset(), None)
 
 
+# Throwaway values inside a text that splitting into words would cut into pieces: timestamps
+# ("--since-time=2024-06-11T09:14:02Z") and UUIDs. (Digit and hex runs stay whole words.)
+_EMBEDDED_VOLATILE = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+
+
 def _words(text: str) -> frozenset[str]:
+    """The content words of a text argument, throwaway values left out (see ``_VOLATILE_VALUE``)."""
+    if ":" in text or text.count("-") >= 4:  # (a timestamp holds a colon, a UUID four dashes)
+        text = _EMBEDDED_VOLATILE.sub(" ", text)
     words = set()
     for word in _WORD.findall(text.lower()):
         if word in _STOPWORDS or (len(word) >= 10 and _VOLATILE_VALUE.match(word)):
@@ -343,7 +360,9 @@ def shape_of(record: CallRecord) -> _Shape:
                 continue
         exact.append((key, value if isinstance(value, (str, int, float, bool, type(None))) else repr(_stable(value, 0))[:500]))
     structure = (record.tool, tuple(exact), tuple(text_keys), span is not None)
-    return _Shape(record.signature.key, structure, frozenset(words), span, "" if span is None else f"{span[0]:g}–{span[1]:g}")
+    if span is None:
+        return _Shape(record.signature.key, structure, frozenset(words), None)
+    return _Shape(record.signature.key, structure, frozenset(words), span, f"{span[0]:g}–{span[1]:g}", range_keys, hash(structure))
 
 
 # The line range a shell command prints: sed -n '40,60p' (or 40,+20p), awk 'NR>=40 && NR<=60'.
@@ -411,6 +430,51 @@ def _stable(value: Any, depth: int) -> Any:
     if isinstance(value, str) and _is_volatile(value.strip()):
         return "<volatile>"
     return value
+
+
+#: Words of throwaway keys that name a time: a time may be what is asked for (weather at 9:00
+#: and at 12:00), so it stays part of the call's identity.
+_TIME_WORDS = frozenset({"time", "ts", "timestamp", "now", "date", "t"})
+
+
+def _is_identity(key: Any) -> bool:
+    """A key that holds a request's own identity: a throwaway key that names no time."""
+    return _kind_of(key).role == _THROWAWAY and _TIME_WORDS.isdisjoint(split_name(str(key)))
+
+
+def _same_call(record: CallRecord) -> int | None:
+    """The digest of a call without its request identity (``idempotency_key``, a request id
+    header, a nonce, a cache buster), when it has one: calls that differ only there are the
+    same call made again (no_progress compares their outputs as one call's). ``None`` when
+    nothing was left out."""
+    arguments = record.signature.arguments
+    if type(arguments) is not dict or not _holds_identity(arguments, 0):
+        return None
+    kept, _ = _without_identity(arguments, 0)
+    return hash((record.signature.tool, repr(kept)))
+
+
+def _holds_identity(value: dict[Any, Any], depth: int) -> bool:
+    """Whether a key of ``value`` (or of an object in it, 4 levels deep) holds a request's identity."""
+    for key, item in list(value.items())[:50]:
+        if _is_identity(key) or (type(item) is dict and depth < 3 and _holds_identity(item, depth + 1)):
+            return True
+    return False
+
+
+def _without_identity(value: Any, depth: int) -> tuple[Any, bool]:
+    """``value`` without the keys that hold a request's identity (4 levels deep, 50 items a
+    level), and whether any was left out."""
+    if type(value) is not dict or depth >= 4:
+        return value, False
+    kept, dropped = {}, False
+    for key, item in sorted(list(value.items())[:50], key=lambda entry: str(entry[0])):
+        if _is_identity(key):
+            dropped = True
+            continue
+        kept[key], inner = _without_identity(item, depth + 1)
+        dropped = dropped or inner
+    return kept, dropped
 
 
 def _is_volatile(value: str) -> bool:
@@ -507,6 +571,9 @@ class NearDuplicate:
         # and the digests of the pages that tools reached by cursors returned.
         self._previous: dict[str, CallRecord] = {}
         self._pages: BoundedMap[str, _Pages] = BoundedMap(_TOOLS_REMEMBERED)
+        # The digests of the pages each paging sequence (a ranged call's arguments without the
+        # range) read, to tell offsets that wrapped around to pages already read.
+        self._range_pages: BoundedMap[int, _Pages] = BoundedMap(_TOOLS_REMEMBERED)
 
     def reconfigure(self, config: NearDuplicateDetector) -> None:
         self.config = config
@@ -521,6 +588,8 @@ class NearDuplicate:
         shape = stats.arguments_shape  # read once per signature: arguments never change
         if shape is None:
             shape = stats.arguments_shape = self._read(record)
+            if shape is not _PLAIN:
+                stats.same_call = _same_call(record)
         if shape is _PLAIN:
             return paging  # exact values only: a near-duplicate would be an identical call, the repeat detector's job
         tool = record.signature.tool
@@ -533,9 +602,8 @@ class NearDuplicate:
         structure, span = shape.structure, shape.span
         if span is not None:
             self._ranges_read = True
-            changes = self._changes
-            earlier = [entry for entry in recent if entry[0].structure == structure and entry[3] == changes]
-            return self._ranged(record, shape, span, earlier, recent) or paging
+            same = [entry for entry in recent if entry[0].structure == structure]
+            return self._ranged(record, shape, span, same, recent) or paging
         similar = 1
         signatures = {shape.signature}
         words, similarity = shape.words, self._similarity
@@ -603,18 +671,56 @@ class NearDuplicate:
         )
 
     def result(self, record: CallRecord) -> None:
-        """A call's result is in: a call that changed state (an edit that did not fail) ends the
-        coverage of the ranges read before it. Runs only once a range was read."""
+        """A call's result is in (the session calls this before no_progress reads it). A page read
+        through a new range that says what a page of the same paging sequence said before, its
+        echoed range arguments aside, marks the call ``repeats_known`` (offsets that wrapped
+        around); a call that changed state (an edit that did not fail) ends the coverage of the
+        ranges and pages read before it. Runs only once a range was read."""
         if not self._ranges_read:
             return
+        observation = record.observation
+        if observation is None:
+            return
+        if record.sequence is not None and not record.repeats_known and not observation.error and not observation.empty:
+            self._read_page(record, observation)
         stats = record.stats
         changes = stats.changes_state
         if changes is None:
             signature = record.signature
             changes = stats.changes_state = record.tool_kind == "write" or changes_state(signature.tool, signature.arguments)
-        observation = record.observation
-        if changes and observation is not None and not observation.error and not reports_failure(observation.text):
+        if changes and not observation.error and not reports_failure(observation.text):
             self._changes += 1  # an edit: what was read may read otherwise now
+            if self._range_pages:
+                self._forget_pages(record.signature.arguments)
+
+    def _read_page(self, record: CallRecord, observation: Observation) -> None:
+        """Remember the page a ranged call read; mark the call ``repeats_known`` when its paging
+        sequence read that page before (since the latest state change)."""
+        shape = record.stats.arguments_shape
+        assert shape is not None and record.sequence is not None
+        text = observation.text
+        page = observation.exact
+        for key in shape.range_keys:
+            if type(key) is str and key in text:  # the page may echo its range: set it aside
+                page = hash((_without_echoes(text, shape.range_keys, record.signature.arguments), observation.end))
+                break
+        pages = self._range_pages.get(record.sequence)
+        if pages is None:
+            pages = _Pages()
+            # What a change must name to make these pages read otherwise (a range inside a
+            # command or a URL names nothing that can be told: any change does).
+            pages.values = _text_values(record.signature.arguments) if shape.range_keys else None
+            self._range_pages.put(record.sequence, pages)
+        if pages.known(page):
+            record.repeats_known = True  # a new range, a page already read: the offsets wrapped
+
+    def _forget_pages(self, arguments: Any) -> None:
+        """A call with ``arguments`` changed state: forget the pages of the paging sequences it
+        may have changed (those that share a text argument with it, such as a path)."""
+        values = _text_values(arguments)
+        for sequence, pages in list(self._range_pages.items()):
+            if pages.values is None or not values.isdisjoint(pages.values):
+                del self._range_pages[sequence]
 
     def _follows_cursor(self, record: CallRecord) -> Signal | None:
         """The pagination signal when the call follows a cursor from the tool's previous output
@@ -710,11 +816,17 @@ class NearDuplicate:
         record: CallRecord,
         shape: _Shape,
         span: tuple[float, float],
-        earlier: list[tuple[_Shape, bool, CallRecord, int]],
+        same: list[tuple[_Shape, bool, CallRecord, int]],
         recent: deque[tuple[_Shape, bool, CallRecord, int]],
     ) -> Signal | None:
-        """A call with a range, given the recent calls that differ from it only in their range.
-        A poll's range is where it waits for news (getUpdates at one offset): no re-read."""
+        """A call with a range, given the recent calls that differ from it only in their range
+        (``same``; those since the latest state change are ``earlier``). A poll's range is
+        where it waits for news (getUpdates at one offset): no re-read."""
+        record.sequence = shape.sequence
+        changes = self._changes
+        # (Entries are in call order and the count only grows: when the oldest has the current
+        # count, all have.)
+        earlier = same if not same or same[0][3] == changes else [entry for entry in same if entry[3] == changes]
         reread = _inside(span, [entry[0].span for entry in earlier]) if earlier and record.tool_kind != "poll" else False  # type: ignore[misc]
         if reread:
             record.repeats_known = True  # its result can only repeat what was read (no_progress)
@@ -732,7 +844,7 @@ class NearDuplicate:
                     {"call": record.index, "range": list(span), "rereads": rereads},
                 )
             return None
-        if earlier and span[0] >= earlier[-1][0].span[1] and earlier[-1][2].stale:  # type: ignore[index]
+        if same and span[0] >= same[-1][0].span[1] and same[-1][2].stale:  # type: ignore[index]
             # Paging on from a page that brought nothing new (empty, or read before): alone
             # healthy, past the end of the data with no_progress. Paging on from a page with
             # news says nothing, even while other calls' results are stale.
@@ -754,9 +866,10 @@ class _Pages:
     """Digests of the pages that a tool's cursors were taken from (bounded), the latest of them,
     and the latest cursor followed with the index of the call that followed it."""
 
-    __slots__ = ("order", "seen", "cursor", "cursor_call", "latest")
+    __slots__ = ("order", "seen", "cursor", "cursor_call", "latest", "values")
 
     def __init__(self) -> None:
+        self.values: frozenset[str] | None = None  # (ranged pages) see NearDuplicate._read_page
         self.order: deque[int] = deque()
         self.seen: set[int] = set()
         self.latest: int | None = None  # the digest of the latest page a cursor was taken from
@@ -784,6 +897,26 @@ _STAMP_OWNERS = frozenset({"request", "host", "trace", "correlation", "span"})
 def _is_stamp(key: str) -> bool:
     words = split_name(key)
     return "requestid" in words or (len(words) >= 2 and words[-1] == "id" and words[-2] in _STAMP_OWNERS)
+
+
+def _text_values(arguments: Any) -> frozenset[str]:
+    """The text values (3 characters or more) of a call's top-level arguments."""
+    if type(arguments) is not dict:
+        return frozenset()
+    return frozenset(value for value in arguments.values() if type(value) is str and len(value) >= 3)
+
+
+def _without_echoes(text: str, keys: tuple[Any, ...], arguments: Any) -> str:
+    """A page without the fields that echo its range arguments (``"offset": 150`` for
+    ``offset=150``, quoted or not, ``:`` or ``=``): pages of a wrapped sequence say the same
+    around other offsets."""
+    for key in keys:
+        value = arguments.get(key) if type(arguments) is dict else None
+        if value is None or type(key) is not str:
+            continue
+        key_text, value_text = re.escape(key), re.escape(str(value))
+        text = re.sub(rf"""(["']?){key_text}\1\s*[:=]\s*(["']?){value_text}\2(?![\w.])""", "\x00", text)
+    return text
 
 
 def _page_body(text: str, cursors: tuple[str, ...]) -> str:

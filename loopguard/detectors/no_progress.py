@@ -8,7 +8,9 @@ too, such as "sent" or ``true``, is not stale), or when it repeats a failure alr
 seen. A result that reports a pending state (queued, running, ...) is a healthy poll
 and only counts as stale after ``poll_patience`` identical observations. The signal
 is active while the newest ``patience`` results in a row are stale; any new
-information ends it.
+information ends it. The pages of one paging sequence (near_duplicate's
+``record.sequence``) keep one streak of their own results together, whatever other calls
+came between them.
 """
 
 from __future__ import annotations
@@ -138,6 +140,9 @@ class NoProgress:
     def __init__(self, config: NoProgressDetector) -> None:
         self._seen: BoundedMap[str, _ToolOutputs] = BoundedMap(_TOOLS_REMEMBERED)
         self._last_handoff: tuple[int, int] | None = None  # (signature key, call index) of the latest handoff
+        # Stale results in a row of each paging sequence (near_duplicate's record.sequence): its
+        # pages are calls of their own, yet together they are one call's streak.
+        self._sequences: BoundedMap[int, int] = BoundedMap(_TOOLS_REMEMBERED)
         self.reconfigure(config)
 
     def reconfigure(self, config: NoProgressDetector) -> None:
@@ -155,8 +160,19 @@ class NoProgress:
         new, though other calls' results did in between (the session asks only then, and only
         when another detector flags the call: alone it would be a warning that says little)."""
         stats = record.stats
-        if not self._active or stats.polling or stats.stale_results < self.patience:
+        if not self._active or stats.polling:
             return None
+        if stats.stale_results < self.patience:
+            pages = self._sequences.get(record.sequence, 0) if record.sequence is not None else 0
+            if pages < self.patience:
+                return None
+            return Signal(
+                detector=self.name,
+                kind="same_call_no_progress",
+                score=self.config.weight,
+                message=f"{record.tool} pages on, though its last {pages} pages brought nothing new",
+                evidence={"call": record.index, "stale_results": pages},
+            )
         return Signal(
             detector=self.name,
             kind="same_call_no_progress",
@@ -182,7 +198,8 @@ class NoProgress:
         if seen is None:
             seen = _ToolOutputs(self.config.memory)
             self._seen.put(tool, seen)
-        repeated_output = seen.contains_and_add(observation, record.signature.key)
+        # Calls that differ only in a request's own identity (a fresh idempotency key) are one call.
+        repeated_output = seen.contains_and_add(observation, record.signature.key if stats.same_call is None else stats.same_call)
         if record.handoff_target is not None:
             # A handoff's receipt is no answer: it counts only when the same handoff comes again
             # with no other call between (control that never arrives), not across real work.
@@ -209,10 +226,16 @@ class NoProgress:
             kind = "same_failure"
             stats.identical_pending = 0
             own_stale = last is not None and last.error and last.shape == observation.shape
+        # A pending state in the reply of a call named for a change ("update_ticket" setting
+        # "pending", a handoff "accepted", a job "submitted") is that call's own outcome, not a
+        # state to wait on: the same call again is the change made again, not a poll.
         elif (
             (repeated_output or maybe_identical)
             and environment  # an agent's message is no poll
-            and ((inferred := polls(record) and not is_final(observation.text) and not _long_poll_exempt(record, observation)) or is_pending(observation.text))
+            and (
+                (inferred := polls(record) and not is_final(observation.text) and not _long_poll_exempt(record, observation))
+                or (is_pending(observation.text) and not writes_by_name(record.signature.tool))
+            )
             and (repeated_output or (identical := observation.same_as(last)))
         ):
             # Only a repeated observation can be a stalled poll, so the pending test runs rarely.
@@ -256,6 +279,10 @@ class NoProgress:
             stats.advancing_between = None
         record.stale = stale
         stats.stale_results = stats.stale_results + 1 if own_stale else 0
+        pages = 0
+        if record.sequence is not None:
+            pages = self._sequences.get(record.sequence, 0) + 1 if own_stale else 0
+            self._sequences.put(record.sequence, pages)
         stats.last = observation
         stats.last_failure = observation.failure_class
         stats.results += 1
@@ -268,9 +295,13 @@ class NoProgress:
                 memory.novel_results += 1
         # (An agent's own message that is new is no news from the world: the streak holds.)
 
-        if not self._active or memory.stale_streak < self.patience:
+        if not self._active or (memory.stale_streak < self.patience and pages < self.patience):
             return None, stale
         what = _WHAT[kind]
+        if memory.stale_streak < self.patience:
+            # Pages of one paging sequence that bring nothing new, with other calls between
+            # (each page processed, or appended somewhere): the paging is stuck all the same.
+            return Signal(self.name, kind, self.config.weight, f"{record.tool} {what}; its last {pages} pages brought nothing new", {"call": record.index, "stale_results": pages}), stale
         signal = Signal(
             detector=self.name,
             kind=kind,

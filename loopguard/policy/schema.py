@@ -86,6 +86,11 @@ class FailureDetector(_Detector):
     permanent_weight: float = Field(0.95, ge=0.0, le=1.0, description="Risk of a permanent failure (401/403, invalid request, not found, schema error) repeated.")
     attempts: int = Field(2, ge=2, description="Identical failures of one call that make the signal.")
     retryable_attempts: int = Field(5, ge=2, description="Identical retryable failures (429, 503, timeouts) tolerated before the signal.")
+    tool_attempts: int = Field(
+        3,
+        ge=2,
+        description="Calls of one tool in a row that fail with the same permanent error, whatever their arguments, that make the signal (changing the query does not fix bad credentials or a rejected value).",
+    )
 
 
 class HandoffDetector(_Detector):

@@ -1,0 +1,177 @@
+"""Kinds that span calls with different arguments (blind round 8): the same permanent error
+whatever the arguments, pages of one paging sequence that bring nothing new with other
+calls between, offsets that wrap around to pages already read, a write's own pending
+state, throwaway values inside a command, and empty answers that echo the request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopguard.observations import is_not_found, observe
+from loopguard.policy import load_policy
+from loopguard.tool_names import writes_by_name
+from loopguard.traces import replay_file
+from loopguard.traces.report import RunReport
+
+
+@pytest.fixture(scope="module")
+def policy():
+    return load_policy("builtin:default")
+
+
+def replay(policy, tmp_path: Path, steps: list[dict[str, Any]]) -> RunReport:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps([{"run_id": "run", "steps": steps}]), encoding="utf-8")
+    (report,) = replay_file(policy, path)
+    assert report.error is None
+    return report
+
+
+def first(report: RunReport) -> tuple[int, str] | None:
+    found = report.first_intervention
+    return None if found is None else (found.step, found.action.value)
+
+
+def signals_at(report: RunReport, step: int) -> set[str]:
+    return {f"{signal.detector}/{signal.kind}" for entry in report.decisions if entry.step == step for signal in entry.decision.signals}
+
+
+def step(tool: str, args: dict[str, Any], output: str, **extra: Any) -> dict[str, Any]:
+    return {"agent": "agent", "tool": tool, "args": args, "output": output, **extra}
+
+
+BAD_CREDENTIALS = 'HTTP/1.1 401 Unauthorized\n{"message": "Bad credentials", "status": "401"}'
+
+
+def test_the_same_permanent_error_with_other_arguments_each_time_is_a_replan_at_the_third(policy, tmp_path: Path) -> None:
+    steps = [
+        step("http_request", {"url": "https://api.example.test/runs?per_page=5"}, BAD_CREDENTIALS, error=True),
+        step("http_request", {"url": "https://api.example.test/runs?per_page=10"}, BAD_CREDENTIALS, error=True),
+        step("http_request", {"url": "https://api.example.test/runs?per_page=10&branch=main"}, BAD_CREDENTIALS, error=True),
+    ]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (2, "replan")
+    (signal,) = [s for entry in report.decisions if entry.step == 2 for s in entry.decision.signals if s.detector == "failure"]
+    assert signal.kind == "repeated_permanent_failure_of_tool"
+    assert signal.score == 0.75
+    assert signal.message == (
+        'http_request failed 3 times in a row with the same permanent error, whatever its arguments: HTTP/1.1 401 Unauthorized {"message": "Bad credentials", "status": "401"}'
+    )
+
+
+def test_a_success_of_the_tool_or_another_error_starts_the_count_again(policy, tmp_path: Path) -> None:
+    ok = '{"runs": [{"id": 1}]}'
+    forbidden = "HTTP 403 Forbidden: resource not accessible by integration"
+    steps = [
+        step("http_request", {"url": "https://api.example.test/a"}, BAD_CREDENTIALS, error=True),
+        step("http_request", {"url": "https://api.example.test/b"}, BAD_CREDENTIALS, error=True),
+        step("http_request", {"url": "https://api.example.test/c"}, ok),
+        step("http_request", {"url": "https://api.example.test/d"}, BAD_CREDENTIALS, error=True),
+        step("http_request", {"url": "https://api.example.test/e"}, forbidden, error=True),
+        step("http_request", {"url": "https://api.example.test/f"}, BAD_CREDENTIALS, error=True),
+        step("http_request", {"url": "https://api.example.test/g"}, BAD_CREDENTIALS, error=True),
+    ]
+    assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_not_found_for_other_ids_is_fan_out_and_the_same_not_found_again_is_a_retry(policy, tmp_path: Path) -> None:
+    fan_out = [step("get_order", {"order_id": f"A-{number}"}, f"HTTP 404: no order with id 'A-{number}'", error=True) for number in (101, 102, 103, 104)]
+    assert first(replay(policy, tmp_path, fan_out)) is None
+    reformatted = [
+        step("notion_query_database", {"database_id": database}, 'HTTP 404\n{"code": "object_not_found", "message": "Could not find database with ID: 8f2c3b1e-9a4d"}', error=True)
+        for database in ("8f2c3b1e9a4d", "8f2c3b1e-9a4d", "8F2C3B1E-9A4D")
+    ]
+    assert first(replay(policy, tmp_path, reformatted)) == (2, "replan")
+    assert is_not_found("HTTP 404 Not Found") and is_not_found("error: no such file or directory") and not is_not_found("HTTP 401 Unauthorized")
+
+
+def test_offsets_that_wrap_around_with_other_calls_between_are_a_replan(policy, tmp_path: Path) -> None:
+    def page(offset: int, first_item: int) -> dict[str, Any]:
+        output = json.dumps({"account": "ACC-1", "offset": offset, "limit": 50, "transactions": f"[T-{first_item:04d} ... T-{first_item + 49:04d}]"})
+        return step("ledger_get_transactions", {"account": "ACC-1", "offset": offset, "limit": 50}, output)
+
+    def append(row: int) -> dict[str, Any]:
+        return step("sheets_append", {"spreadsheet_id": "sheet-1", "values": f"<50 rows from T-{row:04d}>"}, json.dumps({"updatedRange": f"A{row}:F{row + 49}"}))
+
+    steps = [page(0, 1), append(2), page(50, 51), append(52), page(100, 1), append(102), page(150, 51), append(152), page(200, 1)]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (6, "replan")
+    assert signals_at(report, 6) == {"near_duplicate/pagination", "no_progress/reread"}
+    # The same pages at new offsets with no wrap (new items each time) are healthy.
+    healthy = [page(0, 1), append(2), page(50, 51), append(52), page(100, 101), append(102), page(150, 151), append(152)]
+    assert first(replay(policy, tmp_path, healthy)) is None
+
+
+def test_empty_pages_past_the_end_with_processing_between_are_a_replan(policy, tmp_path: Path) -> None:
+    def page(number: int, reviews: Any) -> dict[str, Any]:
+        return step("fetch_reviews", {"product": "B0C7", "page": number}, json.dumps({"product": "B0C7", "page": number, "reviews": reviews, "next_page": None}))
+
+    def classify(number: int) -> dict[str, Any]:
+        return step("store_batch", {"page": f"p{number}"}, json.dumps({"stored_at": f"2024-06-11T10:0{number}:00Z", "batch": f"b-{number}"}))
+
+    steps = [page(1, ["r1", "r2"]), classify(1), page(2, []), classify(2), page(3, []), classify(3), page(4, [])]
+    report = replay(policy, tmp_path, steps)
+    # The second empty page in a row of the sequence, as without the calls between.
+    assert first(report) == (4, "replan")
+    assert signals_at(report, 4) == {"near_duplicate/pagination", "no_progress/empty_result"}
+    # Before the next page runs, the sequence's own streak holds.
+    assert "no_progress/same_call_no_progress" in signals_at(report, 6)
+
+
+def test_a_pending_state_in_the_reply_of_a_change_is_no_poll(policy, tmp_path: Path) -> None:
+    steps = [
+        step("get_ticket", {"id": 5}, '{"id": 5, "status": "open", "last_audit": "trigger reopened it"}'),
+        step("update_ticket", {"id": 5, "status": "pending"}, '{"id": 5, "status": "pending"}'),
+        step("get_ticket", {"id": 5}, '{"id": 5, "status": "open", "last_audit": "trigger reopened it"}'),
+        step("update_ticket", {"id": 5, "status": "pending"}, '{"id": 5, "status": "pending"}'),
+        step("get_ticket", {"id": 5}, '{"id": 5, "status": "open", "last_audit": "trigger reopened it"}'),
+    ]
+    assert first(replay(policy, tmp_path, steps)) == (3, "stop")
+    assert [writes_by_name(name) for name in ("sheets_update", "mailgun_send", "transfer_to_billing", "get_update_status", "message_history")] == [
+        True, True, True, False, False,
+    ]
+
+
+def test_a_command_that_changes_only_an_embedded_timestamp_is_a_near_duplicate(policy, tmp_path: Path) -> None:
+    failure = 'Error from server (BadRequest): container "api" is waiting to start\n[exit code 1]'
+    steps = [
+        step("bash", {"command": f"kubectl logs -n shop api-7d9f -c api --since-time=2024-06-11T09:{minute}Z"}, failure, error=True)
+        for minute in ("14:02", "14:31", "15:03", "15:40")
+    ]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (2, "replan")
+    assert "near_duplicate/reworded_call" in signals_at(report, 2)
+
+
+def test_empty_answers_that_echo_the_request_or_print_zero_rows_are_empty() -> None:
+    reply = '{"product": "B0C7", "page": 4, "reviews": [], "next_page": null}'
+    assert observe(reply, None, {"product": "B0C7", "page": 4}).empty
+    assert not observe(reply, None, {"product": "OTHER", "page": 4}).empty  # "product" then carries data
+    assert not observe(reply).empty
+    assert observe(" region | revenue \n--------+---------\n(0 rows)").empty
+    assert observe("name\n----\n(0 rows affected)").empty
+    assert observe("no rows selected").empty
+    assert not observe(" a | b \n---+---\n 1 | 2\n(1 row)").empty
+
+
+def test_the_same_send_with_a_fresh_idempotency_key_each_time_is_a_replan(policy, tmp_path: Path) -> None:
+    def send(key: str, message_id: str) -> dict[str, Any]:
+        arguments = {"to": "accounts@example.test", "subject": "Copy of invoice INV-0193", "body": "Please find the invoice attached.", "idempotency_key": key}
+        return step("mailgun_send", arguments, json.dumps({"id": f"<{message_id}@mg.example.test>", "status": "queued"}))
+
+    steps = [send("inv-1718100201-a91c", "20240611102001.1a2b3c"), send("inv-1718100214-7e02", "20240611102014.9f8e7d"), send("inv-1718100229-d5b8", "20240611102029.0a1b2c")]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (2, "replan")
+    assert signals_at(report, 2) == {"near_duplicate/reworded_call", "no_progress/same_output"}
+
+
+def test_a_time_that_changes_between_calls_stays_part_of_what_is_asked(policy, tmp_path: Path) -> None:
+    steps = [
+        step("get_temperature", {"city": "Lyon", "time": f"2024-06-11T{hour:02d}:00:00Z"}, json.dumps({"city": "Lyon", "celsius": 14 + hour % 7}))
+        for hour in (6, 9, 12, 15, 18)
+    ]
+    assert first(replay(policy, tmp_path, steps)) is None
