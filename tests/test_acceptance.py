@@ -98,6 +98,19 @@ BLIND_EXCEPTIONS = {
     # {"active": 1, "succeeded": 0, "failed": 0} three times with no wait: "failed" as a
     # key reads as a final state, so the job poll is no pending poll.
     "k8s-job-poll-identical-active": "false_alarm",
+    # Round 8 (the issue's kinds again, varied domains, written against the round-7 code):
+    # An identical permanent failure a second time is intervened at once, as the issue asks
+    # (no later than the following call); the writers' windows start later.
+    "b8s-support-order-404-interleaved": "premature",
+    "b8s-condense-reread-coding": "premature",
+    # The second identical pull failure after a stash and pop that changed nothing, with the
+    # stash answering what it answered before: a replan one step before the window.
+    "b8s-git-pull-stash-pop-cycle": "premature",
+    # Paraphrases of one plan share few words: the monologue is read at its sixth message.
+    "b8s-monologue-planner-restates": "late",
+    # Different wordings of one question, each with zero hits: only a warning (a search that
+    # rewords its query after empty answers is also how healthy searching goes on).
+    "b8s-kb-reworded-zero-hits": "missed",
     # Round 7 (coding loops, paging and long polls, written against the round-6 fixes):
     # Cursor pages past the end, each empty with a fresh cursor: a cursor followed from an
     # empty page is no signal (an event stream polled with since-tokens looks the same).
@@ -138,9 +151,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (277 stuck, 310 healthy, in seven rounds), judged as cases/README.md judges."""
+    (309 stuck, 344 healthy, in eight rounds), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 277, "healthy": 310}[label]
+    assert len(judged) == {"stuck": 309, "healthy": 344}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }
