@@ -203,7 +203,8 @@ def _says_empty(stripped: str, ascii_text: bool) -> bool:
 
 
 #: How SQL clients end a query's printout that has no row: psql, SQL Server's sqlcmd, Oracle's
-#: SQL*Plus (MySQL's "Empty set (0.00 sec)" starts as an empty phrase does).
+#: SQL*Plus (MySQL's "Empty set (0.00 sec)" starts as an empty phrase does). Only a printout
+#: with one row count: several statements may have printed rows before.
 _ZERO_ROWS = ("(0 rows)", "(0 rows affected)", "no rows selected")
 
 #: Empty data as programs print it: JSON's empty containers, redis-cli's nil and empty list.
@@ -665,7 +666,7 @@ class Observation:
             if (stripped[-1:] == "]" and stripped.endswith(_SHELL_SUCCESS)) or stripped[:5] == "http/":
                 body = _content(body)  # without a shell's "[exit code 0]" or an HTTP response's headers
                 stripped = body.lower()
-            self.empty = _says_empty(stripped, ascii_text) or stripped.endswith(_ZERO_ROWS)
+            self.empty = _says_empty(stripped, ascii_text) or (stripped.endswith(_ZERO_ROWS) and stripped.count(" row") == 1)
             if not self.empty and self._tail is None and "[]" in stripped and stripped[:1] == "{":
                 self.empty = is_empty_envelope(body, request)  # (a cut text is no whole object: not parsed)
         self._fingerprint: int | None = None

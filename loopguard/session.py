@@ -30,11 +30,11 @@ from .detectors.handoff import Handoff
 from .detectors.near_duplicate import NearDuplicate
 from .detectors.no_progress import NoProgress
 from .detectors.repeat import Repeat
-from .observations import NO_MATCH, Observation, exit_status_only, message_body, observe
+from .observations import NO_MATCH, Observation, exit_status_only, message_body, observe, reports_failure
 from .policy.compile import CompiledPolicy, CompiledRule, ToolProfile
 from .rules import evaluate_rules
 from .signature import signature_of
-from .tool_names import long_poll_command, only_sleeps, searches, waits_on_server
+from .tool_names import changes_state, long_poll_command, only_sleeps, searches, waits_on_server
 
 _CONTINUE = GuardAction.CONTINUE
 _STOP = GuardAction.STOP
@@ -330,7 +330,17 @@ class Session:
             record.observation = observation
             signals = list(carried) if carried else []
             memory = self._memory
-            self._near_duplicate.result(record)  # (first: it tells a page already read, for no_progress)
+            # Whether the call may have changed what later reads return: a tool whose policy kind
+            # is write, or one that edits by its name or command (read once per signature), whose
+            # result reports no failure (a str_replace that "did not appear verbatim" changed nothing).
+            stats = record.stats
+            changes = stats.changes_state
+            if changes is None:
+                changes = stats.changes_state = record.tool_kind == "write" or changes_state(record.signature.tool, record.signature.arguments)
+            changed = changes and not observation.error and not reports_failure(observation.text)
+            if changed:
+                memory.state_changes += 1
+            self._near_duplicate.result(record, changed)  # (first: it tells a page already read, for no_progress)
             progress_signal, stale = self._no_progress.result(record, memory)
             self._stale = progress_signal
             if progress_signal is not None:
@@ -485,9 +495,10 @@ class Session:
             signal = detector.pending(record, memory)
             if signal is not None:
                 signals.append(signal)
-        if signals and stale is None and (record.stats.stale_results >= self._no_progress.patience or record.sequence is not None):
-            # Another detector flags the call, and the call itself (or its paging sequence) brought
-            # nothing new its last times though other calls did: that is no progress too.
+        if signals and stale is None and (record.stats.stale_results >= self._no_progress.patience or record.sequence is not None or record.stats.same_call is not None):
+            # Another detector flags the call, and the call itself (or its group: a paging sequence,
+            # the same request with a fresh id) brought nothing new its last times though other
+            # calls did: that is no progress too.
             signal = self._no_progress.pending(record, memory)
             if signal is not None:
                 signals.append(signal)

@@ -33,16 +33,17 @@ _WAIT_UNITS = frozenset(
     {"s", "sec", "secs", "second", "seconds", "ms", "millis", "milliseconds", "min", "mins", "minute", "minutes", "for", "a", "while"}
 )
 #: Verbs of tool names that change state (their replies acknowledge their own call), and
-#: verbs of tool names that read: a name's first verb of either kind says which it is.
+#: words of tool names that read (verbs, and nouns of what a read returns: "commit_status").
 _WRITE_VERBS = frozenset(
-    "add append apply approve archive assign book cancel change close comment commit copy create delegate delete disable "
-    "edit enable escalate forward grant handoff insert invite label mark merge modify move notify patch post publish push "
-    "put refund register reject remove rename replace reply reset revoke save schedule send set share store submit tag "
-    "transfer update upload upsert write".split()
+    "add append apply approve archive assign book buy cancel change charge checkout close comment commit copy create "
+    "delegate delete disable edit enable escalate forward grant handoff insert invite label mark merge modify move notify "
+    "patch pay place post publish purchase push put refund register reject remove rename replace reply reset revoke save "
+    "schedule send set share store submit tag transfer update upload upsert write".split()
 )
-_READ_VERBS = frozenset(
+_READ_WORDS = frozenset(
     "browse cat check count describe download fetch find get head inspect list load lookup open poll print query read "
-    "retrieve scan search select show stat status tail view wait watch".split()
+    "retrieve scan search select show stat status tail view wait watch state progress price info details history log "
+    "logs result results".split()
 )
 _COMMAND_TOOL_WORDS = frozenset({"bash", "shell", "sh", "terminal", "exec", "execute", "cmd", "powershell", "console"})
 _COMMAND_ARGUMENTS = ("command", "cmd", "script", "shell", "commands")
@@ -104,20 +105,16 @@ def _inferred_kind(name: str) -> str:
 
 
 def writes_by_name(tool: str) -> bool:
-    """True when the first verb in the tool's name changes state: ``edit_file``,
-    ``sheets_update``, ``mailgun_send``, ``transfer_to_billing``; not ``get_update_status``
-    (its first verb reads) nor ``message_history`` (no verb)."""
+    """True when the tool's name has a verb that changes state and no word that reads:
+    ``edit_file``, ``sheets_update``, ``mailgun_send``, ``transfer_to_billing``; not
+    ``get_update_status``, ``commit_status``, ``book_search`` or ``message_history``."""
     return _writes_by_name(tool[:NAME_LIMIT])
 
 
 @lru_cache(maxsize=4096)
 def _writes_by_name(name: str) -> bool:
-    for word in _name_words(name):
-        if word in _WRITE_VERBS:
-            return True
-        if word in _READ_VERBS:
-            return False
-    return False
+    words = _name_words(name)
+    return _READ_WORDS.isdisjoint(words) and not _WRITE_VERBS.isdisjoint(words)
 
 
 def runs_command(tool: str, arguments: Any) -> bool:

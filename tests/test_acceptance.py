@@ -175,6 +175,15 @@ def test_review_cases(policy) -> None:
         # A tool named wait_time may as well report a wait time: no wait is inferred from it.
         "export-wait_time": "false_alarm",
         "notion-empty-rewordings": "ok",
+        # The second break-it review (round 8's changes): healthy fan-out, polls and time windows
+        # that a first version stopped, and a wrap whose pages also carry next_offset.
+        "status-poll-of-a-commit": "ok",
+        "fetch-three-sites-403": "ok",
+        "import-rows-invalid-email": "ok",
+        "device-fanout-by-uuid": "ok",
+        "distinct-searches-page-1": "ok",
+        "hourly-metric-windows": "ok",
+        "offsets-wrap-with-next-offset": "ok",
     }
 
 

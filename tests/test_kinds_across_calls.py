@@ -175,3 +175,56 @@ def test_a_time_that_changes_between_calls_stays_part_of_what_is_asked(policy, t
         for hour in (6, 9, 12, 15, 18)
     ]
     assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_calls_about_the_same_thing_are_told_from_calls_about_other_things() -> None:
+    from loopguard.detectors.near_duplicate import same_target
+
+    same = [
+        ({"url": "https://api.example.test/runs?per_page=5"}, {"url": "https://api.example.test/runs/?per_page=10&branch=main"}),
+        ({"database_id": "8f2c3b1e9a4d"}, {"database_id": "8F2C3B1E-9A4D", "page_size": 100}),
+        ({"command": "kubectl logs api --since-time=2024-06-11T09:14:02Z"}, {"command": "kubectl logs api --since-time=2024-06-11T09:15:03Z"}),
+        ({"to": "+1 555-0100", "body": "Your order shipped"}, {"to": "+15550100", "body": "Your order shipped"}),
+        ({"events": ["order.created", "order.paid"], "summary": "Q3 budget sync"}, {"events": ["order.paid", "order.created"], "summary": "Sync: Q3 budget (30 min)"}),
+        ({"url": "https://a.test/x", "headers": {"X-Request-ID": "r-1"}}, {"url": "https://a.test/x", "headers": {"X-Request-ID": "r-2"}}),
+    ]
+    other = [
+        ({"invoice_id": "INV-3101", "schema": "eu_vat_v2"}, {"invoice_id": "INV-3102", "schema": "eu_vat_v2"}),
+        ({"url": "https://api.example.test/v4/shipments"}, {"url": "https://api.example.test/v3/shipments"}),
+        ({"user_id": 1042}, {"user_id": 1043}),
+        ({"url": "https://www.nytimes.com/a"}, {"url": "https://www.wsj.com/b"}),
+    ]
+    assert [same_target(before, after) for before, after in same] == [True] * len(same)
+    assert [same_target(before, after) for before, after in other] == [False] * len(other)
+
+
+def test_a_re_read_after_an_edit_compares_exactly(policy, tmp_path: Path) -> None:
+    view = lambda first, last, text: step("read_file", {"path": "nginx.conf", "start_line": first, "end_line": last}, text)  # noqa: E731
+    steps = [
+        view(1, 120, "1: user nginx;\n120: keepalive_timeout 65;"),
+        view(121, 240, "121: server {\n164: client_max_body_size 1m;"),
+        view(241, 318, "241: root /srv/app/static;\n318: }"),
+        step("edit_file", {"path": "nginx.conf", "old": "client_max_body_size 1m;", "new": "client_max_body_size 25m;"}, "1 replacement made at line 164"),
+        view(121, 240, "121: server {\n164: client_max_body_size 25m;"),
+        view(241, 318, "241: root /srv/app/static;\n318: }"),
+    ]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) is None
+    # The first re-read shows the edit (news); only the unchanged chunk is the same again.
+    assert signals_at(report, 4) == set()
+
+
+def test_the_same_order_placed_again_with_a_fresh_client_id_is_a_replan_with_checks_between(policy, tmp_path: Path) -> None:
+    def place(client_id: str, order: int) -> dict[str, Any]:
+        arguments = {"supplier": "acme", "sku": "BRK-2210", "qty": 200, "client_order_id": client_id}
+        return step("place_order", arguments, json.dumps({"order_id": f"SO-{order}", "client_order_id": client_id, "status": "pending_confirmation"}))
+
+    def check(order: int) -> dict[str, Any]:
+        return step("get_order", {"order_id": f"SO-{order}"}, json.dumps({"order_id": f"SO-{order}", "status": "pending_confirmation"}))
+
+    steps = [place("po-4f1a", 77120), check(77120), place("po-8b2c", 77121), check(77121), place("po-c913", 77122)]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (4, "replan")
+    assert signals_at(report, 4) == {"near_duplicate/reworded_call", "no_progress/same_output"}
+    (signal,) = [s for entry in report.decisions if entry.step == 4 for s in entry.decision.signals if s.detector == "no_progress"]
+    assert signal.message == "place_order returned what it had returned before; its last 2 calls, the same but for a request id, brought nothing new"

@@ -181,6 +181,7 @@ class RunMemory:
     signatures: BoundedMap[int, SignatureStats] = field(default_factory=lambda: BoundedMap(512))
     novel_results: int = 0  # results that brought new information (not stale, not failed)
     stale_streak: int = 0  # consecutive results that brought nothing new
+    state_changes: int = 0  # results of calls that changed what later reads return (see Session.after_call)
 
 
 def polls(record: CallRecord) -> bool:

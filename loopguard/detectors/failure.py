@@ -25,10 +25,13 @@ write may have half-applied, and repeating it verbatim is riskier than a read.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..decisions import Signal
-from ..observations import DETERMINISTIC, PERMANENT, REFUSED, RETRYABLE, is_not_found
+from ..observations import DETERMINISTIC, PERMANENT, REFUSED, RETRYABLE, Observation, is_not_found
 from ..policy.schema import FailureDetector
 from .base import BoundedMap, CallRecord, RunMemory, SignatureStats, describe
+from .near_duplicate import same_target
 
 _SHAPES_PER_SIGNATURE = 8
 _TOOLS_REMEMBERED = 256
@@ -42,9 +45,9 @@ class Failure:
         self.reconfigure(config)
         self._armed_after: int | None = None  # index of a call whose repeated failure came after new information
         self._armed_message = ""
-        # Each tool's failures in a row (no success of the tool between), whatever the calls'
-        # arguments: [failure shape, count]. Bounded: tool names come from the agent.
-        self._tool_failures: BoundedMap[str, list[int]] = BoundedMap(_TOOLS_REMEMBERED)
+        # Each tool's permanent failures in a row (see _tool_failure): [failure key, count, the
+        # latest failing call's arguments]. Bounded: tool names come from the agent.
+        self._tool_failures: BoundedMap[str, list[Any]] = BoundedMap(_TOOLS_REMEMBERED)
 
     def reconfigure(self, config: FailureDetector) -> None:
         self.config = config
@@ -117,12 +120,9 @@ class Failure:
         if not self.config.enabled:
             return None
         failure_class = observation.failure_class or "deterministic"
-        # Calls with other arguments fail "the same way" when the error has the same shape; a
-        # not-found names what was asked, so only its exact text again counts (fan-out over
-        # ids that do not exist is no retry).
         in_a_row = 0
         if failure_class == PERMANENT:
-            in_a_row = self._tool_failure(record.signature.tool, observation.exact if is_not_found(observation.text) else shape)
+            in_a_row = self._tool_failure(record, observation, shape)
         elif self._tool_failures:
             self._tool_failures.pop(record.signature.tool, None)
         score = self._score(failure_class, count)
@@ -151,14 +151,22 @@ class Failure:
             return Signal(self.name, "repeated_failure_after_change", min(score, _WARNING_SCORE), message, evidence)
         return Signal(self.name, f"repeated_{failure_class}_failure", score, message, evidence)
 
-    def _tool_failure(self, tool: str, shape: int) -> int:
-        """Count a permanent failure of ``tool`` with ``shape``; return how many of the tool's
-        calls in a row have failed so (a success of the tool, or another failure, starts again)."""
+    def _tool_failure(self, record: CallRecord, observation: Observation, shape: int) -> int:
+        """Count a permanent failure of the record's tool; return how many of the tool's calls
+        in a row have failed so: each with the same error as the one before, about the same
+        thing (see :func:`~loopguard.detectors.near_duplicate.same_target`). A not-found names
+        what was asked, so its exact text must repeat. Another error, a call about something
+        else or a success of the tool starts again: fan-out over users, files or records
+        that each fail for their own reason is no retry."""
+        key = observation.exact if is_not_found(observation.text) else shape
+        arguments = record.signature.arguments
+        tool = record.signature.tool
         streak = self._tool_failures.get(tool)
-        if streak is None or streak[0] != shape:
-            self._tool_failures.put(tool, [shape, 1])
+        if streak is None or streak[0] != key or not same_target(streak[2], arguments):
+            self._tool_failures.put(tool, [key, 1, arguments])
             return 1
         streak[1] += 1
+        streak[2] = arguments
         return streak[1]
 
     def _escalated(self, record: CallRecord, outcome: str) -> Signal:

@@ -18,7 +18,7 @@ Compares a pending call with the last ``window`` calls of the same tool:
   (paging past the end of the data), through ``scoring.escalate``.
 * **wrapped offsets**: calls that differ only in their range are one paging sequence
   (``record.sequence``); a page read through a new range that says what a page of the
-  sequence said before, its echoed range arguments aside, is a re-read
+  sequence said before, the fields that say where a page is aside, is a re-read
   (``record.repeats_known``, judged in ``result``, before no_progress reads it).
 * **wrapped cursor**: a call that follows a cursor (it differs from the tool's previous call
   in one text value, found as a token in that call's non-empty output) taken from a page
@@ -38,14 +38,16 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from urllib.parse import parse_qsl, urlsplit
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
-from ..observations import Observation, reports_failure
+from ..observations import Observation
 from ..signature import is_digest_placeholder
-from ..tool_names import changes_state, split_name
+from ..tool_names import split_name
 from .base import BoundedMap, CallRecord, RunMemory, describe
 
 #: Score of the pagination context signal: below any sensible warn threshold on purpose.
@@ -248,6 +250,10 @@ class _Range(NamedTuple):
     keys: tuple[Any, ...]
 
 
+#: Bounds from here on are epoch times (seconds since 1970 pass 10**9 in 2001), not positions.
+_TIME_LIKE = 1e9
+
+
 def _range_of(arguments: dict[Any, Any]) -> _Range | None:
     """The range a call reads, if its arguments name one with numbers.
 
@@ -271,8 +277,8 @@ def _range_of(arguments: dict[Any, Any]) -> _Range | None:
                     bounds_list = _Range((low, high), (key,))
             continue
         number = _number(value)
-        if number is None:
-            continue
+        if number is None or abs(number) >= _TIME_LIKE:
+            continue  # (an epoch time bounds a time window, not a position in the data)
         if role == _LOW:
             lows.append((key, kind, number))
         elif role == _PAGE:
@@ -362,7 +368,8 @@ def shape_of(record: CallRecord) -> _Shape:
     structure = (record.tool, tuple(exact), tuple(text_keys), span is not None)
     if span is None:
         return _Shape(record.signature.key, structure, frozenset(words), None)
-    return _Shape(record.signature.key, structure, frozenset(words), span, f"{span[0]:g}–{span[1]:g}", range_keys, hash(structure))
+    words_read = frozenset(words)
+    return _Shape(record.signature.key, structure, words_read, span, f"{span[0]:g}–{span[1]:g}", range_keys, hash((structure, words_read)))
 
 
 # The line range a shell command prints: sed -n '40,60p' (or 40,+20p), awk 'NR>=40 && NR<=60'.
@@ -432,14 +439,15 @@ def _stable(value: Any, depth: int) -> Any:
     return value
 
 
-#: Words of throwaway keys that name a time: a time may be what is asked for (weather at 9:00
-#: and at 12:00), so it stays part of the call's identity.
-_TIME_WORDS = frozenset({"time", "ts", "timestamp", "now", "date", "t"})
+#: Words of throwaway keys that may name what is asked for, not the request: a time (weather
+#: at 9:00 and at 12:00), a record (a device's uuid), a seed or a random choice (another image).
+_ASKED_WORDS = frozenset({"time", "ts", "timestamp", "now", "date", "t", "uuid", "guid", "seed", "rand", "random"})
 
 
 def _is_identity(key: Any) -> bool:
-    """A key that holds a request's own identity: a throwaway key that names no time."""
-    return _kind_of(key).role == _THROWAWAY and _TIME_WORDS.isdisjoint(split_name(str(key)))
+    """A key that holds a request's own identity (an idempotency key, a request id, a nonce, a
+    cache buster): a throwaway key that names nothing that may be asked for."""
+    return _kind_of(key).role == _THROWAWAY and _ASKED_WORDS.isdisjoint(split_name(str(key)))
 
 
 def _same_call(record: CallRecord) -> int | None:
@@ -475,6 +483,89 @@ def _without_identity(value: Any, depth: int) -> tuple[Any, bool]:
         kept[key], inner = _without_identity(item, depth + 1)
         dropped = dropped or inner
     return kept, dropped
+
+
+# Dashes inside an id ("8f2c3b1e-9a4d-4e0f") are formatting: without them the id is one word.
+_INNER_DASH = re.compile(r"(?<=[0-9a-z])-(?=[0-9a-z])")
+_NOT_ALPHANUMERIC = re.compile(r"[^0-9a-z]+")
+_FORMATTED_NUMBER = re.compile(r"^[\s+()\-./\d]*\d[\s+()\-./\d]*$")
+_SCALARS = (str, int, float, bool, type(None))
+#: Words of keys whose value names what a call is about: a new number there is a new target
+#: (user_id 1042 and 1043), while a new number elsewhere (per_page, limit, timeout, a cache
+#: buster) is a cosmetic change.
+_TARGET_WORDS = frozenset(
+    "id ids uuid guid key number no num name email user users account sku code slug handle phone path file url ref "
+    "order invoice ticket customer issue pr job record item product repo project document doc message event charge "
+    "payment task".split()
+)
+
+
+def same_target(before: Any, after: Any) -> bool:
+    """Whether two calls' arguments ask about the same thing, changed only cosmetically:
+    options added or removed, a number changed under a key that names no target
+    (``per_page``, ``limit``, ``timeout``, a cache buster), a text reworded within the same
+    words (one word set holding the other), an id reformatted (``8f2c3b1e9a4d`` and
+    ``8F2C3B1E-9A4D``), a header's case, a URL's trailing slash, a timestamp or a request
+    identity. A changed id, name, path or URL path is another target (fan-out)."""
+    left, right = _target_fields(before), _target_fields(after)
+    for path, value in left.items():
+        other = right.get(path, _ABSENT)
+        if other is _ABSENT or other == value:
+            continue
+        if type(value) is frozenset and type(other) is frozenset:
+            if value <= other or other <= value:
+                continue
+            return False
+        if type(value) is str and type(other) is str and value.isdigit() and other.isdigit() and not _names_target(path):
+            continue
+        return False
+    return True
+
+
+def _names_target(path: tuple[str, ...]) -> bool:
+    return bool(path) and not _TARGET_WORDS.isdisjoint(split_name(path[-1]))
+
+
+def _target_fields(arguments: Any) -> dict[tuple[str, ...], Any]:
+    """A call's arguments flattened for :func:`same_target`: key path (lowercased keys; a URL
+    adds its ``#url`` and ``?parameter`` parts) -> a normalised value: a text with spaces as
+    its word set, any other text or number as its lowercase letters and digits."""
+    fields: dict[tuple[str, ...], Any] = {}
+    _add_fields(arguments, (), 0, fields)
+    return fields
+
+
+def _add_fields(value: Any, path: tuple[str, ...], depth: int, fields: dict[tuple[str, ...], Any]) -> None:
+    if len(fields) >= 200 or depth > 4:
+        return
+    kind = type(value)
+    if kind is dict:
+        for key, item in list(value.items())[:50]:
+            if not _is_identity(key):
+                _add_fields(item, path + (str(key).lower(),), depth + 1, fields)
+    elif kind is list:
+        if all(type(item) in _SCALARS for item in value[:50]):
+            # A list of values is a set: its order is cosmetic, items added or removed are options.
+            fields[path] = frozenset(_NOT_ALPHANUMERIC.sub("", str(item).lower()) for item in value[:50])
+            return
+        for index, item in enumerate(value[:50]):
+            _add_fields(item, path + (str(index),), depth + 1, fields)
+    elif kind is str:
+        text = value[:2000]
+        if ":" in text or text.count("-") >= 4:
+            text = _EMBEDDED_VOLATILE.sub(" ", text)
+        if "://" in text and " " not in text.strip():
+            parts = urlsplit(text.strip())
+            fields[path + ("#url",)] = _NOT_ALPHANUMERIC.sub("", f"{parts.netloc}{parts.path.rstrip('/')}".lower())
+            for name, item in parse_qsl(parts.query)[:50]:
+                if not _is_identity(name):
+                    fields[path + ("?" + name.lower(),)] = _NOT_ALPHANUMERIC.sub("", item.lower())
+        elif " " in text.strip() and not _FORMATTED_NUMBER.match(text):
+            fields[path] = frozenset(_WORD.findall(_INNER_DASH.sub("", text.lower())))
+        else:  # a word, an id, or a number however it is punctuated ("+1 (555) 0100")
+            fields[path] = _NOT_ALPHANUMERIC.sub("", text.lower())
+    elif value is not None:
+        fields[path] = _NOT_ALPHANUMERIC.sub("", str(value).lower())
 
 
 def _is_volatile(value: str) -> bool:
@@ -602,7 +693,8 @@ class NearDuplicate:
         structure, span = shape.structure, shape.span
         if span is not None:
             self._ranges_read = True
-            same = [entry for entry in recent if entry[0].structure == structure]
+            words = shape.words  # (a range with another query is another sequence)
+            same = [entry for entry in recent if entry[0].structure == structure and entry[0].words == words]
             return self._ranged(record, shape, span, same, recent) or paging
         similar = 1
         signatures = {shape.signature}
@@ -670,12 +762,13 @@ class NearDuplicate:
             {"call": record.index, "similar_messages": similar},
         )
 
-    def result(self, record: CallRecord) -> None:
-        """A call's result is in (the session calls this before no_progress reads it). A page read
-        through a new range that says what a page of the same paging sequence said before, its
-        echoed range arguments aside, marks the call ``repeats_known`` (offsets that wrapped
-        around); a call that changed state (an edit that did not fail) ends the coverage of the
-        ranges and pages read before it. Runs only once a range was read."""
+    def result(self, record: CallRecord, changed: bool) -> None:
+        """A call's result is in (the session calls this before no_progress reads it; ``changed``:
+        the call may have changed what later reads return, see ``Session.after_call``). A page read through a new range
+        that says what a page of the same paging sequence said before, its position fields
+        aside, marks the call ``repeats_known`` (offsets that wrapped around); a call that
+        changed state ends the coverage of the ranges and pages read before it. Runs only once
+        a range was read."""
         if not self._ranges_read:
             return
         observation = record.observation
@@ -683,12 +776,7 @@ class NearDuplicate:
             return
         if record.sequence is not None and not record.repeats_known and not observation.error and not observation.empty:
             self._read_page(record, observation)
-        stats = record.stats
-        changes = stats.changes_state
-        if changes is None:
-            signature = record.signature
-            changes = stats.changes_state = record.tool_kind == "write" or changes_state(signature.tool, signature.arguments)
-        if changes and not observation.error and not reports_failure(observation.text):
+        if changed:
             self._changes += 1  # an edit: what was read may read otherwise now
             if self._range_pages:
                 self._forget_pages(record.signature.arguments)
@@ -699,18 +787,18 @@ class NearDuplicate:
         shape = record.stats.arguments_shape
         assert shape is not None and record.sequence is not None
         text = observation.text
-        page = observation.exact
-        for key in shape.range_keys:
-            if type(key) is str and key in text:  # the page may echo its range: set it aside
-                page = hash((_without_echoes(text, shape.range_keys, record.signature.arguments), observation.end))
-                break
         pages = self._range_pages.get(record.sequence)
         if pages is None:
             pages = _Pages()
             # What a change must name to make these pages read otherwise (a range inside a
             # command or a URL names nothing that can be told: any change does).
             pages.values = _text_values(record.signature.arguments) if shape.range_keys else None
+            # The fields that say where a page is are found on the first page, once: the
+            # sequence's later pages are read for the same fields only.
+            pages.positions = _position_fields(text)
             self._range_pages.put(record.sequence, pages)
+        positions = pages.positions
+        page = observation.exact if positions is None else hash((_without_fields(positions, text), _without_fields(positions, observation.end)))
         if pages.known(page):
             record.repeats_known = True  # a new range, a page already read: the offsets wrapped
 
@@ -844,16 +932,17 @@ class NearDuplicate:
                     {"call": record.index, "range": list(span), "rereads": rereads},
                 )
             return None
-        if same and span[0] >= same[-1][0].span[1] and same[-1][2].stale:  # type: ignore[index]
+        if same and same[-1][2].stale and span != same[-1][0].span:  # type: ignore[index]
             # Paging on from a page that brought nothing new (empty, or read before): alone
             # healthy, past the end of the data with no_progress. Paging on from a page with
-            # news says nothing, even while other calls' results are stale.
+            # news says nothing, even while other calls' results are stale. On, in either
+            # direction: a wrapped sequence's next offset points back.
             # Healthy paging is common: this signal is built positionally from prepared parts.
             return Signal(
                 self.name,
                 "pagination",
                 self._pagination_score,
-                f"{record.signature.tool} pages forward (range {shape.span_text})",
+                f"{record.signature.tool} pages {'forward' if span[0] >= same[-1][0].span[1] else 'on'} (range {shape.span_text})",
                 {"call": record.index, "range": list(span)},
             )
         return None
@@ -866,10 +955,11 @@ class _Pages:
     """Digests of the pages that a tool's cursors were taken from (bounded), the latest of them,
     and the latest cursor followed with the index of the call that followed it."""
 
-    __slots__ = ("order", "seen", "cursor", "cursor_call", "latest", "values")
+    __slots__ = ("order", "seen", "cursor", "cursor_call", "latest", "values", "positions")
 
     def __init__(self) -> None:
         self.values: frozenset[str] | None = None  # (ranged pages) see NearDuplicate._read_page
+        self.positions: tuple[re.Pattern[str], ...] | None = None  # (ranged pages) see NearDuplicate._read_page
         self.order: deque[int] = deque()
         self.seen: set[int] = set()
         self.latest: int | None = None  # the digest of the latest page a cursor was taken from
@@ -906,17 +996,59 @@ def _text_values(arguments: Any) -> frozenset[str]:
     return frozenset(value for value in arguments.values() if type(value) is str and len(value) >= 3)
 
 
-def _without_echoes(text: str, keys: tuple[Any, ...], arguments: Any) -> str:
-    """A page without the fields that echo its range arguments (``"offset": 150`` for
-    ``offset=150``, quoted or not, ``:`` or ``=``): pages of a wrapped sequence say the same
-    around other offsets."""
-    for key in keys:
-        value = arguments.get(key) if type(arguments) is dict else None
-        if value is None or type(key) is not str:
-            continue
-        key_text, value_text = re.escape(key), re.escape(str(value))
-        text = re.sub(rf"""(["']?){key_text}\1\s*[:=]\s*(["']?){value_text}\2(?![\w.])""", "\x00", text)
+# A field whose name says where a page is ("offset", "start", "page", "next_offset",
+# "startIndex", "nextPageToken", "prev_cursor") and its value: quoted, as JSON and printed
+# Python dicts write it, or as name=value in plain text. (Each form starts at a quote or
+# ends at "=", so the scan stays linear.)
+_POSITION_NAME = r"[\w-]{0,30}?(?:offset|start|page|next|prev|cursor|skip|after|before|token|continuation)[\w-]{0,30}"
+_FIELD_VALUE = r"""(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|-?\d+(?:\.\d+)?|null|None)"""
+_QUOTED_POSITION_FIELD = re.compile(rf"""(["'])({_POSITION_NAME})\1\s*:\s*{_FIELD_VALUE}""", re.IGNORECASE)
+_PLAIN_POSITION_FIELD = re.compile(rf"""(?<![\w-])()({_POSITION_NAME})={_FIELD_VALUE}""", re.IGNORECASE)
+_POSITION_WORDS_IN_PAGES = frozenset({"offset", "start", "page", "next", "prev", "previous", "cursor", "skip", "after", "before", "token", "continuation"})
+_PAGE_FIELD_WORDS = _POSITION_WORDS_IN_PAGES | {"index", "number", "num", "no", "size", "limit", "per", "key", "id", "link", "url", "at"}
+
+
+def _position_fields(page: str) -> tuple[re.Pattern[str], ...] | None:
+    """Patterns for the fields of ``page`` that say where it is (``"offset": 150``,
+    ``"pagination": {"start": 150, "next_offset": 200}``, ``start=150``,
+    ``"nextPageToken": "..."``), with their values, or ``None`` when it has none: pages of a
+    sequence that wrapped around say the same around other positions. Item fields stay (an
+    item's ``id``, ``number`` or ``from`` tells pages apart)."""
+    patterns = []
+    if ":" in page and ('"' in page or "'" in page):
+        names = {field[2] for field in _QUOTED_POSITION_FIELD.finditer(page) if _names_page_position(field[2])}
+        if names:
+            patterns.append(_quoted_fields(tuple(sorted(names))))
+    if "=" in page:
+        names = {field[2] for field in _PLAIN_POSITION_FIELD.finditer(page) if _names_page_position(field[2])}
+        if names:
+            patterns.append(_plain_fields(tuple(sorted(names))))
+    return tuple(patterns) or None
+
+
+def _without_fields(patterns: tuple[re.Pattern[str], ...], text: str) -> str:
+    for pattern in patterns:
+        text = pattern.sub("", text)
     return text
+
+
+# (A pattern that opens with a quote is scanned quickly; one that opens with a look-behind
+# is tried at every position, so it runs only where name=value fields were found.)
+@lru_cache(maxsize=256)
+def _quoted_fields(names: tuple[str, ...]) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(name) for name in names)
+    return re.compile(rf"""["'](?:{alternatives})["']\s*:\s*{_FIELD_VALUE}""")
+
+
+@lru_cache(maxsize=256)
+def _plain_fields(names: tuple[str, ...]) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(name) for name in names)
+    return re.compile(rf"""(?<![\w-])(?:{alternatives})={_FIELD_VALUE}""")
+
+
+def _names_page_position(key: str) -> bool:
+    words = split_name(key)
+    return bool(words) and _PAGE_FIELD_WORDS.issuperset(words) and not _POSITION_WORDS_IN_PAGES.isdisjoint(words)
 
 
 def _page_body(text: str, cursors: tuple[str, ...]) -> str:

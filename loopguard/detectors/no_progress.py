@@ -9,8 +9,8 @@ seen. A result that reports a pending state (queued, running, ...) is a healthy 
 and only counts as stale after ``poll_patience`` identical observations. The signal
 is active while the newest ``patience`` results in a row are stale; any new
 information ends it. The pages of one paging sequence (near_duplicate's
-``record.sequence``) keep one streak of their own results together, whatever other calls
-came between them.
+``record.sequence``), and calls alike but for a request identity (``same_call``), keep one
+streak of their own results together, whatever other calls came between them.
 """
 
 from __future__ import annotations
@@ -44,12 +44,13 @@ class _Bucket:
     """Up to ``_BUCKET`` outputs of one tool that share a skeleton, as parallel lists so
     that the usual questions ("seen exactly?", "from this call?") are scans in C."""
 
-    __slots__ = ("calls", "exacts", "observations")
+    __slots__ = ("calls", "exacts", "observations", "changes")
 
-    def __init__(self, call: int, observation: Observation) -> None:
+    def __init__(self, call: int, observation: Observation, changes: int) -> None:
         self.calls = [call]
         self.exacts = [observation.exact]
         self.observations = [observation]
+        self.changes = [changes]  # the run's state changes when each output came
 
 
 class _ToolOutputs:
@@ -73,10 +74,13 @@ class _ToolOutputs:
         self._failures.resize(capacity)
         self._outputs.resize(capacity)
 
-    def contains_and_add(self, observation: Observation, call: int) -> int:
+    def contains_and_add(self, observation: Observation, call: int, changes: int) -> int:
         """Whether this tool already returned ``observation`` (``_NEW``, ``_FROM_SAME_CALL`` or
         ``_FROM_OTHER_CALL``, the latter only for exact repeats); then remember it.
-        Failures are compared by shape, from any call."""
+        Failures are compared by shape, from any call. ``changes`` is the run's count of
+        state changes: an output of the same call from before a change is compared exactly
+        (after an edit, "client_max_body_size 25m" where "1m" was is the edit, not a volatile
+        number)."""
         if observation.error:
             known = observation.shape in self._failures
             self._failures.put(observation.shape, None)
@@ -84,7 +88,7 @@ class _ToolOutputs:
         outputs = self._outputs
         bucket = outputs.get(observation.skeleton)
         if bucket is None:
-            outputs[observation.skeleton] = _Bucket(call, observation)  # BoundedMap.put, inline: the key is new
+            outputs[observation.skeleton] = _Bucket(call, observation, changes)  # BoundedMap.put, inline: the key is new
             if len(outputs) > outputs.capacity:
                 outputs.popitem(last=False)
             return _NEW
@@ -96,13 +100,15 @@ class _ToolOutputs:
         else:
             # Volatile parts are normalised only against earlier results of the same call.
             known = _FROM_SAME_CALL if call in calls and any(
-                key == call and observation.same_as(earlier) for key, earlier in zip(calls, bucket.observations)
+                key == call and then == changes and observation.same_as(earlier)
+                for key, earlier, then in zip(calls, bucket.observations, bucket.changes)
             ) else _NEW
         calls.append(call)
         exacts.append(exact)
         bucket.observations.append(observation)
+        bucket.changes.append(changes)
         if len(calls) > _BUCKET:
-            del calls[0], exacts[0], bucket.observations[0]
+            del calls[0], exacts[0], bucket.observations[0], bucket.changes[0]
         return known
 
 
@@ -134,15 +140,21 @@ def _acknowledges(record: CallRecord, observation: Observation) -> bool:
     )
 
 
+def _group_noun(record: CallRecord) -> str:
+    """What the calls of a record's group are, for messages."""
+    return "pages" if record.sequence is not None else "calls, the same but for a request id,"
+
+
 class NoProgress:
     name = "no_progress"
 
     def __init__(self, config: NoProgressDetector) -> None:
         self._seen: BoundedMap[str, _ToolOutputs] = BoundedMap(_TOOLS_REMEMBERED)
         self._last_handoff: tuple[int, int] | None = None  # (signature key, call index) of the latest handoff
-        # Stale results in a row of each paging sequence (near_duplicate's record.sequence): its
-        # pages are calls of their own, yet together they are one call's streak.
-        self._sequences: BoundedMap[int, int] = BoundedMap(_TOOLS_REMEMBERED)
+        # Stale results in a row of each group of calls that are one call: a paging sequence
+        # (near_duplicate's record.sequence), or calls alike but for a request identity
+        # (SignatureStats.same_call). Each is a call of its own, yet together they keep one streak.
+        self._groups: BoundedMap[int, int] = BoundedMap(_TOOLS_REMEMBERED)
         self.reconfigure(config)
 
     def reconfigure(self, config: NoProgressDetector) -> None:
@@ -163,15 +175,16 @@ class NoProgress:
         if not self._active or stats.polling:
             return None
         if stats.stale_results < self.patience:
-            pages = self._sequences.get(record.sequence, 0) if record.sequence is not None else 0
-            if pages < self.patience:
+            group = record.sequence if record.sequence is not None else stats.same_call
+            in_group = self._groups.get(group, 0) if group is not None else 0
+            if in_group < self.patience:
                 return None
             return Signal(
                 detector=self.name,
                 kind="same_call_no_progress",
                 score=self.config.weight,
-                message=f"{record.tool} pages on, though its last {pages} pages brought nothing new",
-                evidence={"call": record.index, "stale_results": pages},
+                message=f"{record.tool} is called again, though its last {in_group} {_group_noun(record)} brought nothing new",
+                evidence={"call": record.index, "stale_results": in_group},
             )
         return Signal(
             detector=self.name,
@@ -199,7 +212,7 @@ class NoProgress:
             seen = _ToolOutputs(self.config.memory)
             self._seen.put(tool, seen)
         # Calls that differ only in a request's own identity (a fresh idempotency key) are one call.
-        repeated_output = seen.contains_and_add(observation, record.signature.key if stats.same_call is None else stats.same_call)
+        repeated_output = seen.contains_and_add(observation, record.signature.key if stats.same_call is None else stats.same_call, memory.state_changes)
         if record.handoff_target is not None:
             # A handoff's receipt is no answer: it counts only when the same handoff comes again
             # with no other call between (control that never arrives), not across real work.
@@ -279,10 +292,14 @@ class NoProgress:
             stats.advancing_between = None
         record.stale = stale
         stats.stale_results = stats.stale_results + 1 if own_stale else 0
-        pages = 0
-        if record.sequence is not None:
-            pages = self._sequences.get(record.sequence, 0) + 1 if own_stale else 0
-            self._sequences.put(record.sequence, pages)
+        in_group = 0
+        group = record.sequence if record.sequence is not None else stats.same_call
+        if group is not None:
+            # The same answer again to the same request made anew (a fresh idempotency key) is
+            # that request's own stale answer: the change was made again.
+            grouped_stale = own_stale or (record.sequence is None and kind == "same_output" and repeated_output == _FROM_SAME_CALL)
+            in_group = self._groups.get(group, 0) + 1 if grouped_stale else 0
+            self._groups.put(group, in_group)
         stats.last = observation
         stats.last_failure = observation.failure_class
         stats.results += 1
@@ -295,13 +312,14 @@ class NoProgress:
                 memory.novel_results += 1
         # (An agent's own message that is new is no news from the world: the streak holds.)
 
-        if not self._active or (memory.stale_streak < self.patience and pages < self.patience):
+        if not self._active or (memory.stale_streak < self.patience and in_group < self.patience):
             return None, stale
         what = _WHAT[kind]
         if memory.stale_streak < self.patience:
-            # Pages of one paging sequence that bring nothing new, with other calls between
-            # (each page processed, or appended somewhere): the paging is stuck all the same.
-            return Signal(self.name, kind, self.config.weight, f"{record.tool} {what}; its last {pages} pages brought nothing new", {"call": record.index, "stale_results": pages}), stale
+            # Calls of one group that bring nothing new, with other calls between (each page
+            # processed or appended somewhere, each order checked): stuck all the same.
+            message = f"{record.tool} {what}; its last {in_group} {_group_noun(record)} brought nothing new"
+            return Signal(self.name, kind, self.config.weight, message, {"call": record.index, "stale_results": in_group}), stale
         signal = Signal(
             detector=self.name,
             kind=kind,
