@@ -98,6 +98,27 @@ BLIND_EXCEPTIONS = {
     # {"active": 1, "succeeded": 0, "failed": 0} three times with no wait: "failed" as a
     # key reads as a final state, so the job poll is no pending poll.
     "k8s-job-poll-identical-active": "false_alarm",
+    # Round 9 (adversarial: healthy runs that look like round 8's kinds, and variations of them):
+    # Copies to one bucket path with other flags and destinations each time: the flags
+    # replaced, not added, read as other calls until the third alike.
+    "b9s-s3-object-403-flag-shuffle": "late",
+    # Page numbers past the last that the API answers with earlier pages, with a map and an
+    # "unchanged" upsert between: caught at the third wrapped page.
+    "b9s-hr-page-number-wraps": "late",
+    # A 504 is retryable: retries with fresh idempotency keys stay healthy until the second
+    # alike timeout after news; the duplicate charges are only in another tool's answer.
+    "b9s-invoice-charge-timeout-new-key": "late",
+    # The merge answers "queued" (a pending state, no failure), so the bounce reads as polling
+    # until the check fails the same way again.
+    "b9s-pr-merge-queue-bounce": "late",
+    # A fresh scroll_id with each empty batch: as round 7's cursor pages past the end.
+    "b9s-log-scroll-empty-fresh-ids": "missed",
+    # A pause request answered "pending" each time, then overridden: each answer names the
+    # advancing epoch, so every answer is new.
+    "b9s-train-job-pause-overridden": "missed",
+    # kubectl get/describe with other flags each time (-n / --namespace, -o yaml / json): the
+    # commands' words differ both ways, so they read as other calls.
+    "b9s-k8s-secret-forbidden-flags": "missed",
     # Round 8 (the issue's kinds again, varied domains, written against the round-7 code):
     # An identical permanent failure a second time is intervened at once, as the issue asks
     # (no later than the following call); the writers' windows start later.
@@ -151,9 +172,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (309 stuck, 344 healthy, in eight rounds), judged as cases/README.md judges."""
+    (329 stuck, 374 healthy, in nine rounds), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 309, "healthy": 344}[label]
+    assert len(judged) == {"stuck": 329, "healthy": 374}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }
