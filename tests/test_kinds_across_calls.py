@@ -9,39 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
+from test_detector_kinds import first, policy, replay, signals_at, step  # noqa: F401  (policy is a fixture)
 
 from loopguard.observations import is_not_found, observe
-from loopguard.policy import load_policy
 from loopguard.tool_names import writes_by_name
-from loopguard.traces import replay_file
-from loopguard.traces.report import RunReport
-
-
-@pytest.fixture(scope="module")
-def policy():
-    return load_policy("builtin:default")
-
-
-def replay(policy, tmp_path: Path, steps: list[dict[str, Any]]) -> RunReport:
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps([{"run_id": "run", "steps": steps}]), encoding="utf-8")
-    (report,) = replay_file(policy, path)
-    assert report.error is None
-    return report
-
-
-def first(report: RunReport) -> tuple[int, str] | None:
-    found = report.first_intervention
-    return None if found is None else (found.step, found.action.value)
-
-
-def signals_at(report: RunReport, step: int) -> set[str]:
-    return {f"{signal.detector}/{signal.kind}" for entry in report.decisions if entry.step == step for signal in entry.decision.signals}
-
-
-def step(tool: str, args: dict[str, Any], output: str, **extra: Any) -> dict[str, Any]:
-    return {"agent": "agent", "tool": tool, "args": args, "output": output, **extra}
 
 
 BAD_CREDENTIALS = 'HTTP/1.1 401 Unauthorized\n{"message": "Bad credentials", "status": "401"}'
