@@ -672,6 +672,12 @@ class Observation:
         self._fingerprint: int | None = None
         self.shape = _failure_shape(self.text, self._tail is not None) if error else 0
 
+    @property
+    def rest(self) -> int | None:
+        """Digest of the text after its first :data:`MAX_COMPARED` characters (``None`` for a
+        shorter text)."""
+        return self._tail
+
     def normalized(self) -> str:
         """The text with volatile parts replaced (see :func:`normalize`)."""
         head = _normalize(self.text)  # the text is already cut to MAX_COMPARED characters

@@ -339,7 +339,7 @@ class Session:
                 changes = stats.changes_state = record.tool_kind == "write" or changes_state(record.signature.tool, record.signature.arguments)
             changed = changes and not observation.error and not reports_failure(observation.text)
             if changed:
-                memory.state_changes += 1
+                memory.note_change(record)
             self._near_duplicate.result(record, changed)  # (first: it tells a page already read, for no_progress)
             progress_signal, stale = self._no_progress.result(record, memory)
             self._stale = progress_signal

@@ -33,18 +33,22 @@ _WAIT_UNITS = frozenset(
     {"s", "sec", "secs", "second", "seconds", "ms", "millis", "milliseconds", "min", "mins", "minute", "minutes", "for", "a", "while"}
 )
 #: Verbs of tool names that change state (their replies acknowledge their own call), and
-#: words of tool names that read (verbs, and nouns of what a read returns: "commit_status").
+#: verbs of tool names that read.
 _WRITE_VERBS = frozenset(
     "add append apply approve archive assign book buy cancel change charge checkout close comment commit copy create "
     "delegate delete disable edit enable escalate forward grant handoff insert invite label mark merge modify move notify "
     "patch pay place post publish purchase push put refund register reject remove rename replace reply reset revoke save "
     "schedule send set share store submit tag transfer update upload upsert write".split()
 )
-_READ_WORDS = frozenset(
-    "browse cat check count describe download fetch find get head inspect list load lookup open poll print query read "
-    "retrieve scan search select show stat status tail view wait watch state progress price info details history log "
-    "logs result results".split()
+_READ_VERBS = frozenset(
+    "browse check describe download fetch find get inspect load lookup poll print query read retrieve scan search select "
+    "show stat view wait watch".split()
 )
+#: Verbs that read only at the start of a name (elsewhere they are nouns: "add_to_list").
+_FIRST_READ_VERBS = frozenset({"list", "count", "open", "cat", "head", "tail"})
+#: Nouns of what a read returns: after one other word they name a read ("commit_status",
+#: "share_price"); after a verb and its object, what a write sets ("update_order_status").
+_READ_NOUNS = frozenset({"status", "progress", "history", "price", "info", "details", "list"})
 _COMMAND_TOOL_WORDS = frozenset({"bash", "shell", "sh", "terminal", "exec", "execute", "cmd", "powershell", "console"})
 _COMMAND_ARGUMENTS = ("command", "cmd", "script", "shell", "commands")
 _COMMAND_ARGUMENT_SET = frozenset(_COMMAND_ARGUMENTS)
@@ -105,16 +109,22 @@ def _inferred_kind(name: str) -> str:
 
 
 def writes_by_name(tool: str) -> bool:
-    """True when the tool's name has a verb that changes state and no word that reads:
-    ``edit_file``, ``sheets_update``, ``mailgun_send``, ``transfer_to_billing``; not
-    ``get_update_status``, ``commit_status``, ``book_search`` or ``message_history``."""
+    """True when the tool's name has a verb that changes state and no verb that reads:
+    ``edit_file``, ``sheets_update``, ``mailgun_send``, ``transfer_to_billing``,
+    ``append_log``, ``update_order_status``; not ``get_update_status``, ``book_search``,
+    ``tag_list``, ``commit_status`` or ``share_price`` (a noun and what a read returns) nor
+    ``message_history`` (no verb)."""
     return _writes_by_name(tool[:NAME_LIMIT])
 
 
 @lru_cache(maxsize=4096)
 def _writes_by_name(name: str) -> bool:
     words = _name_words(name)
-    return _READ_WORDS.isdisjoint(words) and not _WRITE_VERBS.isdisjoint(words)
+    if not words or words[0] in _FIRST_READ_VERBS or not _READ_VERBS.isdisjoint(words):
+        return False
+    if len(words) == 2 and words[1] in _READ_NOUNS:
+        return False
+    return not _WRITE_VERBS.isdisjoint(words)
 
 
 def runs_command(tool: str, arguments: Any) -> bool:
@@ -127,6 +137,26 @@ def runs_command(tool: str, arguments: Any) -> bool:
 def _command_of(arguments: dict[Any, Any]) -> str | None:
     """The command a call runs: the first text among its command arguments, if any."""
     return next((arguments[key] for key in _COMMAND_ARGUMENTS if type(arguments.get(key)) is str), None)
+
+
+#: Characters around a command's words that are quoting or redirection, not part of a path.
+_WORD_EDGES = "\"'`<>|;&(){}"
+
+
+def resources_of(arguments: Any) -> frozenset[str]:
+    """What a call names that a change could touch: its top-level text arguments of 3
+    characters or more (a path, a sheet's id), and the words of a command that look like
+    paths or URLs (holding ``/`` or ``.``: ``NOTES.md``, ``http://localhost/health``)."""
+    if type(arguments) is not dict:
+        return frozenset()
+    command = _command_of(arguments)
+    found = {value for value in list(arguments.values())[:50] if type(value) is str and 3 <= len(value) <= 500 and value is not command}
+    if command is not None:
+        for word in command[:2000].split():
+            word = word.strip(_WORD_EDGES)
+            if len(word) >= 3 and ("/" in word or "." in word) and word[0] != "-":
+                found.add(word)
+    return frozenset(found)
 
 
 def _is_command_tool(tool: str) -> bool:

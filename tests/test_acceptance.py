@@ -205,6 +205,22 @@ def test_review_cases(policy) -> None:
         "distinct-searches-page-1": "ok",
         "hourly-metric-windows": "ok",
         "offsets-wrap-with-next-offset": "ok",
+        # The third break-it review: fan-out, items with their own positions, long pages, records
+        # named like request ids, writes named after what they write; cosmetic retries, checks
+        # between unrelated edits, and offsets past 10**9.
+        "kafka-messages-with-their-offsets": "ok",
+        "pdf-hits-with-their-pages": "ok",
+        "html-pages-longer-than-2kb": "ok",
+        "approve-five-leave-requests": "ok",
+        "ssh-to-three-hosts-denied": "ok",
+        "three-build-logs-not-found": "ok",
+        "three-daily-reports-forbidden": "ok",
+        "three-mail-threads-forbidden": "ok",
+        "scrape-toggles-options-403": "ok",
+        "fetch-with-other-user-agents-403": "ok",
+        "health-checks-between-notes": "ok",
+        "read-past-eof-at-large-offsets": "ok",
+        "append-log-lines": "ok",
     }
 
 

@@ -199,3 +199,36 @@ def test_the_same_order_placed_again_with_a_fresh_client_id_is_a_replan_with_che
     assert signals_at(report, 4) == {"near_duplicate/reworded_call", "no_progress/same_output"}
     (signal,) = [s for entry in report.decisions if entry.step == 4 for s in entry.decision.signals if s.detector == "no_progress"]
     assert signal.message == "place_order returned what it had returned before; its last 2 calls, the same but for a request id, brought nothing new"
+
+
+def test_a_live_agent_s_next_cosmetic_retry_is_blocked_before_it_runs() -> None:
+    from loopguard import Guard, ToolCall, ToolResult
+
+    session = Guard.from_policy("builtin:default").session(run_id="live")
+    ran = []
+    for attempt in range(5):
+        call = ToolCall("fetch_report", {"report": "q3", "cb": attempt}, id=str(attempt))
+        decision = session.before_call(call)
+        if decision.runs_tool:
+            ran.append(attempt)
+            session.after_call(call, ToolResult("401 Unauthorized", error=True))
+        else:
+            assert (decision.action.value, decision.verdict.kind.value, decision.rule) == ("replan", "block", "detector:failure")
+            session.after_call(call, ToolResult({"error": True, "type": "guard_error", "message": decision.verdict.message}))
+    assert ran == [0, 1, 2]  # the guard's refusals do not start the count again
+
+
+def test_names_and_arguments_read_for_calls_across_arguments() -> None:
+    from loopguard.detectors.near_duplicate import _is_identity, _range_of
+    from loopguard.tool_names import resources_of
+
+    assert [writes_by_name(name) for name in ("append_log", "update_order_status", "add_to_list", "commit_status", "tag_list", "book_search")] == [
+        True, True, True, False, False, False,
+    ]
+    assert [_is_identity(key) for key in ("idempotency_key", "X-Request-ID", "client_order_id", "_", "leave_request_id", "client_id", "uuid", "ts")] == [
+        True, True, True, True, False, False, False, False,
+    ]
+    assert resources_of({"command": "echo '- attempt 2' >> NOTES.md"}) == frozenset({"NOTES.md"})
+    assert resources_of({"path": "nginx.conf", "start_line": 1}) == frozenset({"nginx.conf"})
+    assert _range_of({"start": 1718000000, "end": 1718003600}) is None  # an hour, not a page
+    assert _range_of({"offset": 3_221_225_472, "length": 65536}).span == (3_221_225_472.0, 3_221_291_008.0)  # a byte offset

@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from ..observations import Observation
 from ..signature import Signature
-from ..tool_names import sleeps
+from ..tool_names import resources_of, sleeps
 
 Key = TypeVar("Key")
 Value = TypeVar("Value")
@@ -129,6 +129,8 @@ class SignatureStats:
             :func:`~loopguard.tool_names.changes_state`; ``None`` until needed).
         long_poll: the call's shell command long-polls (see
             :func:`~loopguard.tool_names.long_poll_command`; ``None`` until needed).
+        resources: what the call names that a change could touch (see
+            :func:`~loopguard.tool_names.resources_of`; ``None`` until needed).
         same_call: set by near_duplicate for arguments with a request's own identity (an
             idempotency key, a request id, a nonce, a cache buster): the digest of the call
             without it, shared by the calls that differ only there; ``None`` otherwise (the
@@ -138,7 +140,7 @@ class SignatureStats:
     __slots__ = (
         "results", "last", "advancing_value", "advancing_between", "last_failure", "identical_pending", "polling",
         "failures", "novel_at_failure", "arguments_shape", "description", "stale_results", "sleeps", "changes_state",
-        "long_poll", "same_call",
+        "long_poll", "same_call", "resources",
     )
 
     def __init__(self) -> None:
@@ -159,6 +161,7 @@ class SignatureStats:
         self.changes_state: bool | None = None
         self.long_poll: bool | None = None
         self.same_call: int | None = None
+        self.resources: frozenset[str] | None = None
 
     @property
     def advancing(self) -> bool:
@@ -182,6 +185,36 @@ class RunMemory:
     novel_results: int = 0  # results that brought new information (not stale, not failed)
     stale_streak: int = 0  # consecutive results that brought nothing new
     state_changes: int = 0  # results of calls that changed what later reads return (see Session.after_call)
+    # The state change count when each resource (see resources_of) last changed, and when a
+    # change that names no resource (it may have touched anything) came.
+    changed_resources: BoundedMap[str, int] = field(default_factory=lambda: BoundedMap(256))
+    changed_anything: int = 0
+
+    def note_change(self, record: CallRecord) -> None:
+        """The call changed state: count it, against what it names."""
+        self.state_changes += 1
+        names = resources(record)
+        if not names:
+            self.changed_anything = self.state_changes
+        for name in names:
+            self.changed_resources.put(name, self.state_changes)
+
+    def changes_for(self, record: CallRecord) -> int:
+        """The state change count when something the call names (or anything) last changed:
+        two results of a call with no change between them have the same count."""
+        if not self.state_changes:
+            return 0
+        changed = self.changed_resources
+        return max(self.changed_anything, max((changed.get(name, 0) for name in resources(record)), default=0))
+
+
+def resources(record: CallRecord) -> frozenset[str]:
+    """:func:`~loopguard.tool_names.resources_of` of the call's arguments, read once per signature."""
+    stats = record.stats
+    found = stats.resources
+    if found is None:
+        found = stats.resources = resources_of(record.signature.arguments)
+    return found
 
 
 def polls(record: CallRecord) -> bool:

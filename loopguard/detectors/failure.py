@@ -68,7 +68,7 @@ class Failure:
             return None
         stats = record.stats
         if stats.last_failure is None or not stats.failures:
-            return None
+            return self._tool_retry(record) if self._tool_failures else None
         count = max(stats.failures.values())
         if stats.last_failure == DETERMINISTIC and count <= self.config.attempts and record.tool_kind != "write" and _news_since_failure(stats, memory):
             return None  # something changed since it failed (an edit, new data): one more try may work
@@ -123,7 +123,7 @@ class Failure:
         in_a_row = 0
         if failure_class == PERMANENT:
             in_a_row = self._tool_failure(record, observation, shape)
-        elif self._tool_failures:
+        elif self._tool_failures and failure_class != REFUSED:  # (the guard's own refusal is no answer of the tool)
             self._tool_failures.pop(record.signature.tool, None)
         score = self._score(failure_class, count)
         if score is None:
@@ -150,6 +150,21 @@ class Failure:
             self._armed_message = message
             return Signal(self.name, "repeated_failure_after_change", min(score, _WARNING_SCORE), message, evidence)
         return Signal(self.name, f"repeated_{failure_class}_failure", score, message, evidence)
+
+    def _tool_retry(self, record: CallRecord) -> Signal | None:
+        """The signal for a pending call of a tool whose last ``tool_attempts`` calls failed with
+        the same permanent error, when the call is about the same thing as the latest of
+        them: it will fail the same way, so it can be blocked before it runs."""
+        streak = self._tool_failures.get(record.signature.tool)
+        if streak is None or streak[1] < self._tool_attempts or not same_target(streak[2], record.signature.arguments):
+            return None
+        return Signal(
+            self.name,
+            "retry_of_permanent_failure_of_tool",
+            self.config.weight,
+            f"{record.signature.tool} already failed {streak[1]} times in a row with the same permanent error, whatever its arguments; this call changes nothing that matters",
+            {"call": record.index, "failures": streak[1], "class": PERMANENT},
+        )
 
     def _tool_failure(self, record: CallRecord, observation: Observation, shape: int) -> int:
         """Count a permanent failure of the record's tool; return how many of the tool's calls

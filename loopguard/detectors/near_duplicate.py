@@ -41,14 +41,15 @@ from collections import deque
 from urllib.parse import parse_qsl, urlsplit
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 from typing import Any, NamedTuple
 
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
 from ..observations import Observation
 from ..signature import is_digest_placeholder
-from ..tool_names import split_name
-from .base import BoundedMap, CallRecord, RunMemory, describe
+from ..tool_names import NAME_LIMIT, split_name
+from .base import BoundedMap, CallRecord, RunMemory, describe, resources
 
 #: Score of the pagination context signal: below any sensible warn threshold on purpose.
 PAGINATION_SCORE = 0.3
@@ -250,8 +251,15 @@ class _Range(NamedTuple):
     keys: tuple[Any, ...]
 
 
-#: Bounds from here on are epoch times (seconds since 1970 pass 10**9 in 2001), not positions.
+#: Bounds from here on are epoch times (seconds since 1970 pass 10**9 in 2001), not positions,
+#: unless their key says it counts positions (a byte offset in a 3 GiB log, a Kafka offset).
 _TIME_LIKE = 1e9
+
+
+def _names_position(key: Any, kind: _KeyKind) -> bool:
+    """Whether a range key says it counts positions: ``offset`` or ``skip``, or a bound of
+    bytes, lines, rows, ... (``start_byte``, ``line_from``)."""
+    return not kind.qualifier.isdisjoint(_POSITION_WORDS) or not {"offset", "skip"}.isdisjoint(split_name(str(key)[:NAME_LIMIT]))
 
 
 def _range_of(arguments: dict[Any, Any]) -> _Range | None:
@@ -277,7 +285,7 @@ def _range_of(arguments: dict[Any, Any]) -> _Range | None:
                     bounds_list = _Range((low, high), (key,))
             continue
         number = _number(value)
-        if number is None or abs(number) >= _TIME_LIKE:
+        if number is None or (abs(number) >= _TIME_LIKE and not _names_position(key, kind)):
             continue  # (an epoch time bounds a time window, not a position in the data)
         if role == _LOW:
             lows.append((key, kind, number))
@@ -369,7 +377,10 @@ def shape_of(record: CallRecord) -> _Shape:
     if span is None:
         return _Shape(record.signature.key, structure, frozenset(words), None)
     words_read = frozenset(words)
-    return _Shape(record.signature.key, structure, words_read, span, f"{span[0]:g}–{span[1]:g}", range_keys, hash((structure, words_read)))
+    # A page number is shown as one ("page 4"), any other range as its bounds ("20–40").
+    page = len(range_keys) == 1 and _kind_of(range_keys[0]).role == _PAGE
+    span_text = f"page {span[0]:g}" if page else f"range {span[0]:g}–{span[1]:g}"
+    return _Shape(record.signature.key, structure, words_read, span, span_text, range_keys, hash((structure, words_read)))
 
 
 # The line range a shell command prints: sed -n '40,60p' (or 40,+20p), awk 'NR>=40 && NR<=60'.
@@ -439,15 +450,38 @@ def _stable(value: Any, depth: int) -> Any:
     return value
 
 
-#: Words of throwaway keys that may name what is asked for, not the request: a time (weather
-#: at 9:00 and at 12:00), a record (a device's uuid), a seed or a random choice (another image).
-_ASKED_WORDS = frozenset({"time", "ts", "timestamp", "now", "date", "t", "uuid", "guid", "seed", "rand", "random"})
+#: Key names (as word tuples, after a leading "x" or "client") that hold a request's own
+#: identity, made anew for each attempt: an idempotency key, a request id, a nonce, a trace id,
+#: a cache buster ("_" has no words). A time, a uuid, a seed or a "leave_request_id" names
+#: what is asked for.
+_IDENTITY_NAMES = frozenset(
+    {
+        (), ("idempotency",), ("idempotency", "key"), ("idempotency", "token"), ("idempotencykey",), ("request", "id"),
+        ("requestid",), ("request", "uuid"), ("nonce",), ("trace", "id"), ("traceid",), ("span", "id"),
+        ("correlation", "id"), ("correlationid",), ("cache", "buster"), ("cachebuster",), ("cache", "bust"), ("cb",),
+        ("order", "id"), ("request", "token"),
+    }
+)
 
 
 def _is_identity(key: Any) -> bool:
-    """A key that holds a request's own identity (an idempotency key, a request id, a nonce, a
-    cache buster): a throwaway key that names nothing that may be asked for."""
-    return _kind_of(key).role == _THROWAWAY and _ASKED_WORDS.isdisjoint(split_name(str(key)))
+    """A key that holds a request's own identity (``idempotency_key``, ``X-Request-ID``,
+    ``client_request_id``, ``client_order_id``, ``nonce``, ``_``), not what is asked for
+    (``leave_request_id``, ``pullRequestId``, ``client_id``, ``uuid``, ``timestamp``)."""
+    identity = _IDENTITY_KEYS.get(key)
+    if identity is None:
+        if len(_IDENTITY_KEYS) >= _KEY_KINDS_LIMIT:
+            _IDENTITY_KEYS.clear()
+        words = tuple(split_name(str(key)[:NAME_LIMIT]))
+        client = words[:1] == ("client",)
+        if words[:1] in (("x",), ("client",)):
+            words = words[1:]
+        # (An order id is an identity only as the client's own: "client_order_id".)
+        identity = _IDENTITY_KEYS[key] = words in _IDENTITY_NAMES and (words != ("order", "id") or client) and (words != () or str(key).strip() != "")
+    return identity
+
+
+_IDENTITY_KEYS: dict[Any, bool] = {}
 
 
 def _same_call(record: CallRecord) -> int | None:
@@ -490,82 +524,104 @@ _INNER_DASH = re.compile(r"(?<=[0-9a-z])-(?=[0-9a-z])")
 _NOT_ALPHANUMERIC = re.compile(r"[^0-9a-z]+")
 _FORMATTED_NUMBER = re.compile(r"^[\s+()\-./\d]*\d[\s+()\-./\d]*$")
 _SCALARS = (str, int, float, bool, type(None))
-#: Words of keys whose value names what a call is about: a new number there is a new target
-#: (user_id 1042 and 1043), while a new number elsewhere (per_page, limit, timeout, a cache
-#: buster) is a cosmetic change.
-_TARGET_WORDS = frozenset(
-    "id ids uuid guid key number no num name email user users account sku code slug handle phone path file url ref "
-    "order invoice ticket customer issue pr job record item product repo project document doc message event charge "
-    "payment task".split()
+#: Words of keys whose numbers are settings of a request, not what it asks for: a new number
+#: there (per_page 5 and 10, a timeout, a retry count) is a cosmetic change, a new number
+#: anywhere else (user_id, build, host, date) another target.
+_SETTING_WORDS = frozenset(
+    "limit per page size count timeout retry retries max min top take skip rows results num attempt attempts wait delay "
+    "verbose debug pretty indent depth level width height quality".split()
 )
+#: Keys under which any change is cosmetic: a request's headers.
+_COSMETIC_KEYS = frozenset({"headers", "header"})
+_TARGET_DEPTH = 8  # levels of arguments read by same_target
+_TARGET_FIELDS = 200  # fields read by same_target
 
 
 def same_target(before: Any, after: Any) -> bool:
     """Whether two calls' arguments ask about the same thing, changed only cosmetically:
-    options added or removed, a number changed under a key that names no target
-    (``per_page``, ``limit``, ``timeout``, a cache buster), a text reworded within the same
-    words (one word set holding the other), an id reformatted (``8f2c3b1e9a4d`` and
-    ``8F2C3B1E-9A4D``), a header's case, a URL's trailing slash, a timestamp or a request
-    identity. A changed id, name, path or URL path is another target (fan-out)."""
+    options added or removed, a header or a flag (a boolean) changed, a number changed under
+    a key that names a setting (``per_page``, ``limit``, ``timeout``), a text reworded
+    within the same words (one word set holding the other), a list reordered, an id
+    reformatted (``8f2c3b1e9a4d`` and ``8F2C3B1E-9A4D``), a phone number punctuated, a URL's
+    trailing slash, a timestamp or a request identity. Any other changed value (an id, a
+    name, a host, a date, a URL's path or fragment) is another target: fan-out."""
     left, right = _target_fields(before), _target_fields(after)
     for path, value in left.items():
         other = right.get(path, _ABSENT)
-        if other is _ABSENT or other == value:
+        if other is _ABSENT or other == value or _cosmetic_path(path):
             continue
         if type(value) is frozenset and type(other) is frozenset:
             if value <= other or other <= value:
                 continue
             return False
-        if type(value) is str and type(other) is str and value.isdigit() and other.isdigit() and not _names_target(path):
+        if type(value) is bool and type(other) is bool:
+            continue
+        if type(value) is str and type(other) is str and value.isdigit() and other.isdigit() and _names_setting(path):
             continue
         return False
     return True
 
 
-def _names_target(path: tuple[str, ...]) -> bool:
-    return bool(path) and not _TARGET_WORDS.isdisjoint(split_name(path[-1]))
+def _names_setting(path: tuple[str, ...]) -> bool:
+    return bool(path) and not _SETTING_WORDS.isdisjoint(split_name(path[-1].lstrip("?")))
+
+
+def _cosmetic_path(path: tuple[str, ...]) -> bool:
+    return not _COSMETIC_KEYS.isdisjoint(path)
 
 
 def _target_fields(arguments: Any) -> dict[tuple[str, ...], Any]:
     """A call's arguments flattened for :func:`same_target`: key path (lowercased keys; a URL
     adds its ``#url`` and ``?parameter`` parts) -> a normalised value: a text with spaces as
-    its word set, any other text or number as its lowercase letters and digits."""
+    its word set, a list of values as their set, a boolean as it is, any other text or
+    number as its lowercase letters and digits. Bounded: ``_TARGET_DEPTH`` levels, 50 items
+    a level, ``_TARGET_FIELDS`` fields, 2,000 characters a text."""
     fields: dict[tuple[str, ...], Any] = {}
     _add_fields(arguments, (), 0, fields)
     return fields
 
 
 def _add_fields(value: Any, path: tuple[str, ...], depth: int, fields: dict[tuple[str, ...], Any]) -> None:
-    if len(fields) >= 200 or depth > 4:
+    if len(fields) >= _TARGET_FIELDS or depth > _TARGET_DEPTH:
         return
     kind = type(value)
     if kind is dict:
-        for key, item in list(value.items())[:50]:
+        for key, item in islice(value.items(), 50):
             if not _is_identity(key):
-                _add_fields(item, path + (str(key).lower(),), depth + 1, fields)
+                _add_fields(item, path + (str(key)[:NAME_LIMIT].lower(),), depth + 1, fields)
     elif kind is list:
-        if all(type(item) in _SCALARS for item in value[:50]):
+        items = value[:50]
+        if all(type(item) in _SCALARS for item in items):
             # A list of values is a set: its order is cosmetic, items added or removed are options.
-            fields[path] = frozenset(_NOT_ALPHANUMERIC.sub("", str(item).lower()) for item in value[:50])
+            fields[path] = frozenset(_NOT_ALPHANUMERIC.sub("", str(item)[:200].lower()) for item in items)
             return
-        for index, item in enumerate(value[:50]):
+        for index, item in enumerate(items):
             _add_fields(item, path + (str(index),), depth + 1, fields)
     elif kind is str:
         text = value[:2000]
         if ":" in text or text.count("-") >= 4:
             text = _EMBEDDED_VOLATILE.sub(" ", text)
-        if "://" in text and " " not in text.strip():
-            parts = urlsplit(text.strip())
-            fields[path + ("#url",)] = _NOT_ALPHANUMERIC.sub("", f"{parts.netloc}{parts.path.rstrip('/')}".lower())
-            for name, item in parse_qsl(parts.query)[:50]:
+        stripped = text.strip()
+        if "://" in stripped and " " not in stripped:
+            try:
+                parts = urlsplit(stripped)
+                parameters = parse_qsl(parts.query)[:50]
+            except ValueError:  # not a URL after all ("http://[::1")
+                fields[path] = _NOT_ALPHANUMERIC.sub("", stripped.lower())
+                return
+            place = f"{parts.netloc}{parts.path.rstrip('/')}#{parts.fragment}".lower()
+            fields[path + ("#url",)] = _NOT_ALPHANUMERIC.sub("", place)
+            for name, item in parameters:
                 if not _is_identity(name):
-                    fields[path + ("?" + name.lower(),)] = _NOT_ALPHANUMERIC.sub("", item.lower())
-        elif " " in text.strip() and not _FORMATTED_NUMBER.match(text):
+                    fields[path + ("?" + name[:NAME_LIMIT].lower(),)] = _NOT_ALPHANUMERIC.sub("", item.lower())
+        elif " " in stripped and not _FORMATTED_NUMBER.match(text):
             fields[path] = frozenset(_WORD.findall(_INNER_DASH.sub("", text.lower())))
         else:  # a word, an id, or a number however it is punctuated ("+1 (555) 0100")
             fields[path] = _NOT_ALPHANUMERIC.sub("", text.lower())
+    elif kind is bool:
+        fields[path] = value
     elif value is not None:
-        fields[path] = _NOT_ALPHANUMERIC.sub("", str(value).lower())
+        fields[path] = _NOT_ALPHANUMERIC.sub("", str(value)[:200].lower())
 
 
 def _is_volatile(value: str) -> bool:
@@ -779,7 +835,7 @@ class NearDuplicate:
         if changed:
             self._changes += 1  # an edit: what was read may read otherwise now
             if self._range_pages:
-                self._forget_pages(record.signature.arguments)
+                self._forget_pages(resources(record))
 
     def _read_page(self, record: CallRecord, observation: Observation) -> None:
         """Remember the page a ranged call read; mark the call ``repeats_known`` when its paging
@@ -792,22 +848,25 @@ class NearDuplicate:
             pages = _Pages()
             # What a change must name to make these pages read otherwise (a range inside a
             # command or a URL names nothing that can be told: any change does).
-            pages.values = _text_values(record.signature.arguments) if shape.range_keys else None
+            pages.values = resources(record) if shape.range_keys else None
             # The fields that say where a page is are found on the first page, once: the
             # sequence's later pages are read for the same fields only.
             pages.positions = _position_fields(text)
             self._range_pages.put(record.sequence, pages)
         positions = pages.positions
-        page = observation.exact if positions is None else hash((_without_fields(positions, text), _without_fields(positions, observation.end)))
+        if positions is None:
+            page = observation.exact
+        else:  # (a longer page: its head and its end without positions, and a digest of the rest)
+            page = hash((_without_fields(positions, text), _without_fields(positions, observation.end), observation.rest))
         if pages.known(page):
             record.repeats_known = True  # a new range, a page already read: the offsets wrapped
 
-    def _forget_pages(self, arguments: Any) -> None:
-        """A call with ``arguments`` changed state: forget the pages of the paging sequences it
-        may have changed (those that share a text argument with it, such as a path)."""
-        values = _text_values(arguments)
+    def _forget_pages(self, names: frozenset[str]) -> None:
+        """A call that names ``names`` changed state: forget the pages of the paging sequences
+        it may have changed (those that name one of them, such as a path; all when it names
+        nothing)."""
         for sequence, pages in list(self._range_pages.items()):
-            if pages.values is None or not values.isdisjoint(pages.values):
+            if pages.values is None or not names or not names.isdisjoint(pages.values):
                 del self._range_pages[sequence]
 
     def _follows_cursor(self, record: CallRecord) -> Signal | None:
@@ -942,7 +1001,7 @@ class NearDuplicate:
                 self.name,
                 "pagination",
                 self._pagination_score,
-                f"{record.signature.tool} pages {'forward' if span[0] >= same[-1][0].span[1] else 'on'} (range {shape.span_text})",
+                f"{record.signature.tool} pages {'forward' if span[0] >= same[-1][0].span[1] else 'on'} ({shape.span_text})",
                 {"call": record.index, "range": list(span)},
             )
         return None
@@ -989,13 +1048,6 @@ def _is_stamp(key: str) -> bool:
     return "requestid" in words or (len(words) >= 2 and words[-1] == "id" and words[-2] in _STAMP_OWNERS)
 
 
-def _text_values(arguments: Any) -> frozenset[str]:
-    """The text values (3 characters or more) of a call's top-level arguments."""
-    if type(arguments) is not dict:
-        return frozenset()
-    return frozenset(value for value in arguments.values() if type(value) is str and len(value) >= 3)
-
-
 # A field whose name says where a page is ("offset", "start", "page", "next_offset",
 # "startIndex", "nextPageToken", "prev_cursor") and its value: quoted, as JSON and printed
 # Python dicts write it, or as name=value in plain text. (Each form starts at a quote or
@@ -1004,6 +1056,7 @@ _POSITION_NAME = r"[\w-]{0,30}?(?:offset|start|page|next|prev|cursor|skip|after|
 _FIELD_VALUE = r"""(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|-?\d+(?:\.\d+)?|null|None)"""
 _QUOTED_POSITION_FIELD = re.compile(rf"""(["'])({_POSITION_NAME})\1\s*:\s*{_FIELD_VALUE}""", re.IGNORECASE)
 _PLAIN_POSITION_FIELD = re.compile(rf"""(?<![\w-])()({_POSITION_NAME})={_FIELD_VALUE}""", re.IGNORECASE)
+_POSITION_NAMES = 8  # position fields of a page set aside at most (an envelope has a few)
 _POSITION_WORDS_IN_PAGES = frozenset({"offset", "start", "page", "next", "prev", "previous", "cursor", "skip", "after", "before", "token", "continuation"})
 _PAGE_FIELD_WORDS = _POSITION_WORDS_IN_PAGES | {"index", "number", "num", "no", "size", "limit", "per", "key", "id", "link", "url", "at"}
 
@@ -1016,14 +1069,27 @@ def _position_fields(page: str) -> tuple[re.Pattern[str], ...] | None:
     item's ``id``, ``number`` or ``from`` tells pages apart)."""
     patterns = []
     if ":" in page and ('"' in page or "'" in page):
-        names = {field[2] for field in _QUOTED_POSITION_FIELD.finditer(page) if _names_page_position(field[2])}
+        names = _envelope_names(_QUOTED_POSITION_FIELD.finditer(page))
         if names:
-            patterns.append(_quoted_fields(tuple(sorted(names))))
+            patterns.append(_quoted_fields(names))
     if "=" in page:
-        names = {field[2] for field in _PLAIN_POSITION_FIELD.finditer(page) if _names_page_position(field[2])}
+        names = _envelope_names(_PLAIN_POSITION_FIELD.finditer(page))
         if names:
-            patterns.append(_plain_fields(tuple(sorted(names))))
+            patterns.append(_plain_fields(names))
     return tuple(patterns) or None
+
+
+def _envelope_names(fields: Any) -> tuple[str, ...]:
+    """The names of the position fields found that belong to the page, not to its items: a
+    name that comes once or twice ("offset", and "offset" again in a "pagination" object),
+    not one that every item has (a message's "offset", a search hit's "page"). At most
+    ``_POSITION_NAMES`` of them, sorted."""
+    counts: dict[str, int] = {}
+    for field in fields:
+        name = field[2]
+        counts[name] = counts.get(name, 0) + 1
+    names = sorted(name for name, count in counts.items() if count <= 2 and _names_page_position(name))
+    return tuple(names[:_POSITION_NAMES])
 
 
 def _without_fields(patterns: tuple[re.Pattern[str], ...], text: str) -> str:

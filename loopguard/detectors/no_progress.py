@@ -78,7 +78,8 @@ class _ToolOutputs:
         """Whether this tool already returned ``observation`` (``_NEW``, ``_FROM_SAME_CALL`` or
         ``_FROM_OTHER_CALL``, the latter only for exact repeats); then remember it.
         Failures are compared by shape, from any call. ``changes`` is the run's count of
-        state changes: an output of the same call from before a change is compared exactly
+        state changes when something the call names last changed (``RunMemory.changes_for``):
+        an output of the same call from before such a change is compared exactly
         (after an edit, "client_max_body_size 25m" where "1m" was is the edit, not a volatile
         number)."""
         if observation.error:
@@ -212,7 +213,7 @@ class NoProgress:
             seen = _ToolOutputs(self.config.memory)
             self._seen.put(tool, seen)
         # Calls that differ only in a request's own identity (a fresh idempotency key) are one call.
-        repeated_output = seen.contains_and_add(observation, record.signature.key if stats.same_call is None else stats.same_call, memory.state_changes)
+        repeated_output = seen.contains_and_add(observation, record.signature.key if stats.same_call is None else stats.same_call, memory.changes_for(record))
         if record.handoff_target is not None:
             # A handoff's receipt is no answer: it counts only when the same handoff comes again
             # with no other call between (control that never arrives), not across real work.
