@@ -268,7 +268,7 @@ def test_cli_text_output(fake_cli: None, tmp_path: Path, capsys: pytest.CaptureF
     out = capsys.readouterr().out.splitlines()
     assert code == 1
     assert out[0] == "policy builtin:default, profile prod (revision r1)"
-    assert out[1].split() == ["loops", "stop", "step", "3", "ok", "(stuck,", "window", "2-3)"]
+    assert out[1].split() == ["loops", "stop", "step", "3", "ok", "(stuck,", "window", "2-3)", "(first", "replan", "at", "step", "2)"]
     assert out[2] == "    - the same call again"
     assert out[3].split() == ["fine", "continue", "ok", "(healthy)"]
     assert out[-1] == "2 runs: 1 stop, 1 continue; 1 intervened; 0 errors; judged: 2 ok"

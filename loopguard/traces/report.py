@@ -219,7 +219,8 @@ def _decided_by_policy(decision: Any) -> bool:
 
 
 def render_text(reports: list[RunReport]) -> str:
-    """A readable report: one line per run (id, verdict, step, judgement), the reasons
+    """A readable report: one line per run (id, verdict, step, judgement, and the first
+    intervention when it came before the verdict), the reasons
     indented under it (``-``), the calls a rule or budget decided (``=``), then one
     summary line."""
     lines: list[str] = []
@@ -235,6 +236,10 @@ def render_text(reports: list[RunReport]) -> str:
         if labelled:
             expected = report.expected
             line += f"  {_judged_text(expected)}" if expected is not None else "  -"
+        first = report.first_intervention
+        if first is not None and (first.step, first.action) != (step, report.verdict):
+            # A run is judged by its first intervention: say where it was when the verdict came later.
+            line += f"  (first {first.action.value} at step {first.step})"
         lines.append(line.rstrip())
         for reason in report.reasons():
             lines.append(f"    - {reason}")
