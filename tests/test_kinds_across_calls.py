@@ -232,3 +232,14 @@ def test_names_and_arguments_read_for_calls_across_arguments() -> None:
     assert resources_of({"path": "nginx.conf", "start_line": 1}) == frozenset({"nginx.conf"})
     assert _range_of({"start": 1718000000, "end": 1718003600}) is None  # an hour, not a page
     assert _range_of({"offset": 3_221_225_472, "length": 65536}).span == (3_221_225_472.0, 3_221_291_008.0)  # a byte offset
+
+
+def test_a_hub_that_bounces_control_between_two_agents_is_a_handoff_cycle() -> None:
+    from loopguard import Guard
+
+    session = Guard.from_policy("builtin:default").session(run_id="hub")
+    transfers = [("k8s", "supervisor"), ("supervisor", "k8s"), ("network", "supervisor"), ("supervisor", "network")] * 2
+    decisions = [session.observe_handoff(agent, caller) for agent, caller in transfers]
+    # The first transfer records the hub too: the eighth closes the cycle a second time.
+    assert [decision.action.value for decision in decisions] == ["continue"] * 7 + ["stop"]
+    assert decisions[-1].signals[0].message == "control went around supervisor → k8s → supervisor → network → supervisor 2 times with no work done"

@@ -3,7 +3,7 @@
 Keeps the sequence of agents holding control (consecutive duplicates collapsed, so a
 step that records both ``caller → agent`` and a transfer tool call is counted once).
 A signal fires when the newest transfers close the same cycle of 2..``max_cycle``
-distinct agents ``repeats`` times. A tool result that brings new information is work
+transfers (through at least two agents; a hub may come twice in it) ``repeats`` times. A tool result that brings new information is work
 done, and clears the sequence.
 """
 
@@ -45,7 +45,9 @@ class Handoff:
             if span > len(sequence):
                 break
             tail = sequence[-span:]
-            if len(set(tail[:period])) != period:
+            # A cycle through at least two agents, a hub among them (k8s → supervisor → network →
+            # supervisor), and not a shorter cycle repeated (that one is found at its own period).
+            if len(set(tail[:period])) < 2 or any(tail[:period] == tail[:shorter] * (period // shorter) for shorter in range(2, period) if period % shorter == 0):
                 continue
             if all(tail[index] == tail[index - period] for index in range(period, span)):
                 cycle = tail[: period + 1]

@@ -27,6 +27,8 @@ _NO_NEWS = frozenset({"think", "wait"})
 #: Characters of a short reply that a write tool's call may share with other calls.
 _REPLY_LIMIT = 64
 _BUCKET = 4  # outputs kept per skeleton
+#: contains_and_add's ``changes`` for a call that itself changes state: compare with any earlier output.
+_ANY_CHANGES = -1
 # What contains_and_add answers (true values when the output was seen).
 _NEW, _FROM_SAME_CALL, _FROM_OTHER_CALL = 0, 1, 2
 # What each kind of stale result did, for the signal's message.
@@ -79,9 +81,9 @@ class _ToolOutputs:
         ``_FROM_OTHER_CALL``, the latter only for exact repeats); then remember it.
         Failures are compared by shape, from any call. ``changes`` is the run's count of
         state changes when something the call names last changed (``RunMemory.changes_for``):
-        an output of the same call from before such a change is compared exactly
-        (after an edit, "client_max_body_size 25m" where "1m" was is the edit, not a volatile
-        number)."""
+        an output of the same call from before such a change is compared exactly (after an
+        edit, "client_max_body_size 25m" where "1m" was is the edit, not a volatile number);
+        ``_ANY_CHANGES``, for a call that itself changes state, compares with any."""
         if observation.error:
             known = observation.shape in self._failures
             self._failures.put(observation.shape, None)
@@ -101,7 +103,7 @@ class _ToolOutputs:
         else:
             # Volatile parts are normalised only against earlier results of the same call.
             known = _FROM_SAME_CALL if call in calls and any(
-                key == call and then == changes and observation.same_as(earlier)
+                key == call and (then == changes or changes == _ANY_CHANGES) and observation.same_as(earlier)
                 for key, earlier, then in zip(calls, bucket.observations, bucket.changes)
             ) else _NEW
         calls.append(call)
@@ -156,6 +158,7 @@ class NoProgress:
         # (near_duplicate's record.sequence), or calls alike but for a request identity
         # (SignatureStats.same_call). Each is a call of its own, yet together they keep one streak.
         self._groups: BoundedMap[int, int] = BoundedMap(_TOOLS_REMEMBERED)
+        self._group_replies: BoundedMap[int, Observation] = BoundedMap(_TOOLS_REMEMBERED)  # each same_call group's latest reply
         self.reconfigure(config)
 
     def reconfigure(self, config: NoProgressDetector) -> None:
@@ -213,7 +216,18 @@ class NoProgress:
             seen = _ToolOutputs(self.config.memory)
             self._seen.put(tool, seen)
         # Calls that differ only in a request's own identity (a fresh idempotency key) are one call.
-        repeated_output = seen.contains_and_add(observation, record.signature.key if stats.same_call is None else stats.same_call, memory.changes_for(record))
+        # (A call that changes state compares its own replies as before: the changes between them
+        # are its own, and what they generate, ids and times, is volatile.)
+        changes = _ANY_CHANGES if stats.changes_state else memory.changes_for(record)
+        same_call = stats.same_call
+        repeated_output = seen.contains_and_add(observation, record.signature.key if same_call is None else same_call, changes)
+        if same_call is not None and not observation.error:
+            # The same request made anew: its reply again, with other generated ids (base-62 ids
+            # such as "pmt_7Q2kd" escape the skeleton that buckets outputs, not normalising).
+            last = self._group_replies.get(same_call)
+            if repeated_output == _NEW and last is not None and last.fingerprint == observation.fingerprint:
+                repeated_output = _FROM_SAME_CALL
+            self._group_replies.put(same_call, observation)
         if record.handoff_target is not None:
             # A handoff's receipt is no answer: it counts only when the same handoff comes again
             # with no other call between (control that never arrives), not across real work.

@@ -98,7 +98,7 @@ class HandoffDetector(_Detector):
 
     weight: float = Field(0.95, ge=0.0, le=1.0, description="Risk of a repeated handoff cycle.")
     repeats: int = Field(2, ge=2, le=10, description="How many times the closed cycle must repeat.")
-    max_cycle: int = Field(5, ge=2, le=16, description="Largest number of agents in a cycle.")
+    max_cycle: int = Field(5, ge=2, le=16, description="Largest number of transfers in a cycle (through at least two agents; a hub may come twice).")
 
 
 class NearDuplicateDetector(_Detector):
