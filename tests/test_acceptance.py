@@ -98,6 +98,16 @@ BLIND_EXCEPTIONS = {
     # {"active": 1, "succeeded": 0, "failed": 0} three times with no wait: "failed" as a
     # key reads as a final state, so the job poll is no pending poll.
     "k8s-job-poll-identical-active": "false_alarm",
+    # Round 10 (all the issue's kinds, written after the round-9 fixes):
+    # The identical failing query a second time, one step before the window (the issue's rule).
+    "b10s-sql-dag-listtables-3cycle": "premature",
+    # Reworded searches with zero hits stay a warning (as b8s-kb-reworded-zero-hits).
+    "b10s-kb-search-reworded-empty": "missed",
+    # A 403 retried with another value-input option and the range written three ways
+    # (Sheet1!A1:F4, 'Sheet1'!A1:F4, A1:F4): read as writes of other things.
+    "b10s-sheets-403-range-variants": "missed",
+    # A paraphrased monologue, read one step after the window.
+    "b10s-monologue-reconcile-announced": "late",
     # Round 9 (adversarial: healthy runs that look like round 8's kinds, and variations of them):
     # Copies to one bucket path with other flags and destinations each time: the flags
     # replaced, not added, read as other calls until the third alike.
@@ -172,9 +182,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (329 stuck, 374 healthy, in nine rounds), judged as cases/README.md judges."""
+    (354 stuck, 404 healthy, in ten rounds), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 329, "healthy": 374}[label]
+    assert len(judged) == {"stuck": 354, "healthy": 404}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }
