@@ -218,7 +218,7 @@ class NoProgress:
         # Calls that differ only in a request's own identity (a fresh idempotency key) are one call.
         # (A call that changes state compares its own replies as before: the changes between them
         # are its own, and what they generate, ids and times, is volatile.)
-        changes = _ANY_CHANGES if stats.changes_state else memory.changes_for(record)
+        changes = _ANY_CHANGES if stats.changes_state else memory.changes_for(record) if memory.state_changes else 0
         same_call = stats.same_call
         repeated_output = seen.contains_and_add(observation, record.signature.key if same_call is None else same_call, changes)
         if same_call is not None and not observation.error:
@@ -308,7 +308,9 @@ class NoProgress:
         record.stale = stale
         stats.stale_results = stats.stale_results + 1 if own_stale else 0
         in_group = 0
-        group = record.sequence if record.sequence is not None else stats.same_call
+        group = record.sequence
+        if group is None:
+            group = same_call
         if group is not None:
             # The same answer again to the same request made anew (a fresh idempotency key) is
             # that request's own stale answer: the change was made again.
