@@ -385,7 +385,11 @@ class Session:
             self.run.steps += 1
             self.turn.steps += 1
             record.observation = observe(body, False)
-            progress_signal, _ = self._no_progress.result(record, self._memory, environment=False)
+            progress_signal, stale = self._no_progress.result(record, self._memory, environment=False)
+            if not stale and not record.repeats_known:
+                # A message that says something new (a draft, a critique) is an agent's work:
+                # control passed around it is no empty handoff cycle.
+                self._handoff.work_done()
             self._stale = progress_signal
             if progress_signal is not None:
                 signals.append(progress_signal)

@@ -231,6 +231,10 @@ def test_review_cases(policy) -> None:
         "health-checks-between-notes": "ok",
         "read-past-eof-at-large-offsets": "ok",
         "append-log-lines": "ok",
+        # A quick review of round 10's changes: a supervisor whose writer and critic answer in
+        # messages, and a queue consumer whose tasks differ only in base-62 ids.
+        "supervisor-writer-critic-rounds": "ok",
+        "queue-consumer-with-request-ids": "ok",
     }
 
 

@@ -221,9 +221,10 @@ class NoProgress:
         changes = _ANY_CHANGES if stats.changes_state else memory.changes_for(record) if memory.state_changes else 0
         same_call = stats.same_call
         repeated_output = seen.contains_and_add(observation, record.signature.key if same_call is None else same_call, changes)
-        if same_call is not None and not observation.error:
-            # The same request made anew: its reply again, with other generated ids (base-62 ids
-            # such as "pmt_7Q2kd" escape the skeleton that buckets outputs, not normalising).
+        if same_call is not None and not observation.error and (stats.changes_state or writes_by_name(tool)):
+            # The same change made anew: its reply again, with other generated ids (base-62 ids
+            # such as "pmt_7Q2kd" escape the skeleton that buckets outputs, not normalising). Only
+            # for a change: a read with a fresh request id (a queue's next task) hands out new ids.
             last = self._group_replies.get(same_call)
             if repeated_output == _NEW and last is not None and last.fingerprint == observation.fingerprint:
                 repeated_output = _FROM_SAME_CALL
