@@ -584,7 +584,7 @@ def is_not_found(text: str) -> bool:
     "no such", "does not exist", "could not find", "unknown"): such a failure depends on the
     arguments, and a call with other arguments may well succeed."""
     head = text[:300].lower()
-    return status_code(head) in _NOT_FOUND_CODES or _NOT_FOUND_WORDS.search(head) is not None
+    return _status_code_of(head) in _NOT_FOUND_CODES or _NOT_FOUND_WORDS.search(head) is not None
 
 
 def classify_failure(text: str) -> str:

@@ -40,7 +40,6 @@ _CONTINUE = GuardAction.CONTINUE
 _STOP = GuardAction.STOP
 _ALLOW_KIND = VerdictKind.ALLOW
 _IN_FLIGHT_LIMIT = 1024  # pending calls remembered until their results
-
 _SEVERITY = {action.value: index for index, action in enumerate(GuardAction)}
 _REPLAN_SEVERITY = _SEVERITY["replan"]
 

@@ -3,8 +3,9 @@
 Keeps the sequence of agents holding control (consecutive duplicates collapsed, so a
 step that records both ``caller → agent`` and a transfer tool call is counted once).
 A signal fires when the newest transfers close the same cycle of 2..``max_cycle``
-transfers (through at least two agents; a hub may come twice in it) ``repeats`` times. A tool result that brings new information is work
-done, and clears the sequence.
+transfers (through at least two agents; a hub may come twice in it) ``repeats`` times.
+A tool result that brings new information, or an agent's message that says something new
+(see the session), is work done, and clears the sequence.
 """
 
 from __future__ import annotations

@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from urllib.parse import parse_qsl, urlsplit
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
 from typing import Any, NamedTuple
+from urllib.parse import parse_qsl, urlsplit
 
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
@@ -215,10 +215,17 @@ _EMBEDDED_VOLATILE = re.compile(
 )
 
 
+def _without_embedded_volatile(text: str) -> str:
+    """``text`` with its timestamps and UUIDs blanked (a timestamp holds a colon, a UUID four
+    dashes: texts with neither are returned as they are, unscanned)."""
+    if ":" in text or text.count("-") >= 4:
+        return _EMBEDDED_VOLATILE.sub(" ", text)
+    return text
+
+
 def _words(text: str) -> frozenset[str]:
     """The content words of a text argument, throwaway values left out (see ``_VOLATILE_VALUE``)."""
-    if ":" in text or text.count("-") >= 4:  # (a timestamp holds a colon, a UUID four dashes)
-        text = _EMBEDDED_VOLATILE.sub(" ", text)
+    text = _without_embedded_volatile(text)
     words = set()
     for word in _WORD.findall(text.lower()):
         if word in _STOPWORDS or (len(word) >= 10 and _VOLATILE_VALUE.match(word)):
@@ -254,12 +261,13 @@ class _Range(NamedTuple):
 #: Bounds from here on are epoch times (seconds since 1970 pass 10**9 in 2001), not positions,
 #: unless their key says it counts positions (a byte offset in a 3 GiB log, a Kafka offset).
 _TIME_LIKE = 1e9
+_COUNTING_BOUNDS = frozenset({"offset", "skip"})  # low bounds that always count positions
 
 
 def _names_position(key: Any, kind: _KeyKind) -> bool:
     """Whether a range key says it counts positions: ``offset`` or ``skip``, or a bound of
     bytes, lines, rows, ... (``start_byte``, ``line_from``)."""
-    return not kind.qualifier.isdisjoint(_POSITION_WORDS) or not {"offset", "skip"}.isdisjoint(split_name(str(key)[:NAME_LIMIT]))
+    return not kind.qualifier.isdisjoint(_POSITION_WORDS) or not _COUNTING_BOUNDS.isdisjoint(split_name(str(key)[:NAME_LIMIT]))
 
 
 def _range_of(arguments: dict[Any, Any]) -> _Range | None:
@@ -598,9 +606,7 @@ def _add_fields(value: Any, path: tuple[str, ...], depth: int, fields: dict[tupl
         for index, item in enumerate(items):
             _add_fields(item, path + (str(index),), depth + 1, fields)
     elif kind is str:
-        text = value[:2000]
-        if ":" in text or text.count("-") >= 4:
-            text = _EMBEDDED_VOLATILE.sub(" ", text)
+        text = _without_embedded_volatile(value[:2000])
         stripped = text.strip()
         if "://" in stripped and " " not in stripped:
             try:
@@ -820,11 +826,12 @@ class NearDuplicate:
 
     def result(self, record: CallRecord, changed: bool) -> None:
         """A call's result is in (the session calls this before no_progress reads it; ``changed``:
-        the call may have changed what later reads return, see ``Session.after_call``). A page read through a new range
-        that says what a page of the same paging sequence said before, its position fields
-        aside, marks the call ``repeats_known`` (offsets that wrapped around); a call that
-        changed state ends the coverage of the ranges and pages read before it. Runs only once
-        a range was read."""
+        the call may have changed what later reads return, see ``Session.after_call``). A page
+        read through a new range that says what a page of the same paging sequence said
+        before, its position fields aside, marks the call ``repeats_known`` (offsets that
+        wrapped around); a call that changed state ends the coverage of the ranges read before
+        it, and forgets the pages of the sequences it may have changed. Runs only once a range
+        was read."""
         if not self._ranges_read:
             return
         observation = record.observation
@@ -839,7 +846,8 @@ class NearDuplicate:
 
     def _read_page(self, record: CallRecord, observation: Observation) -> None:
         """Remember the page a ranged call read; mark the call ``repeats_known`` when its paging
-        sequence read that page before (since the latest state change)."""
+        sequence read that page before (since the latest change to what it names, see
+        ``_forget_pages``)."""
         shape = record.stats.arguments_shape
         assert shape is not None and record.sequence is not None
         text = observation.text
@@ -1011,14 +1019,16 @@ _ABSENT = object()
 
 
 class _Pages:
-    """Digests of the pages that a tool's cursors were taken from (bounded), the latest of them,
-    and the latest cursor followed with the index of the call that followed it."""
+    """Digests of pages read (bounded). For a tool that follows cursors: the pages its cursors
+    were taken from, the latest of them, and the latest cursor followed with the index of the
+    call that followed it. For a paging sequence: the pages its ranges read, what the sequence
+    names (``values``) and the patterns of its pages' position fields (``positions``)."""
 
     __slots__ = ("order", "seen", "cursor", "cursor_call", "latest", "values", "positions")
 
     def __init__(self) -> None:
-        self.values: frozenset[str] | None = None  # (ranged pages) see NearDuplicate._read_page
-        self.positions: tuple[re.Pattern[str], ...] | None = None  # (ranged pages) see NearDuplicate._read_page
+        self.values: frozenset[str] | None = None
+        self.positions: tuple[re.Pattern[str], ...] | None = None
         self.order: deque[int] = deque()
         self.seen: set[int] = set()
         self.latest: int | None = None  # the digest of the latest page a cursor was taken from
