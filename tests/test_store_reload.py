@@ -279,3 +279,13 @@ def test_a_failing_callback_does_not_stop_the_watcher(policy_file: Path) -> None
         write(policy_file, policy_text(0.43))
         wait_for(lambda: store.current.thresholds.warn == 0.43)
         assert store.watching
+
+
+def test_status_names_the_profile_applied_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "loopguard.yml"
+    write(path, policy_text(0.5, extra="profiles:\n  prod:\n    thresholds: {warn: 0.3}\n"))
+    monkeypatch.setenv("LOOPGUARD_PROFILE", "prod")
+    store = PolicyStore(path, watch=False)
+    assert (store.status().profile, store.current.thresholds.warn) == ("prod", 0.3)
+    monkeypatch.delenv("LOOPGUARD_PROFILE")
+    assert (PolicyStore(path, watch=False).status().profile) is None

@@ -69,7 +69,8 @@ class StoreStatus:
 
     Attributes:
         source: the policy file (or ``builtin:NAME``).
-        profile: the profile applied.
+        profile: the profile applied (the one named, else ``$LOOPGUARD_PROFILE`` at the last
+            load), or ``None``.
         revision: the revision now deciding.
         loaded_at: when that revision took effect (seconds since the epoch).
         last_error: the last failed reload's error text (with positions), or ``None`` once a
@@ -300,7 +301,7 @@ class PolicyStore:
         """Revision, load time, the last reload error and the watcher's state."""
         return StoreStatus(
             source=self.source,
-            profile=self.profile,
+            profile=self.current.profile,  # the one applied: $LOOPGUARD_PROFILE when none was named
             revision=self.current.revision,
             loaded_at=self.loaded_at,
             last_error=self.last_error,
