@@ -56,6 +56,24 @@ _DURATION_WORDS = frozenset({"took", "elapsed", "duration", "latency", "time", "
 _ASCII_DIGITS = frozenset("0123456789")
 
 
+#: Words of a field's name that say it holds a time taken ("elapsed_ms", "total_time_taken",
+#: "queryTime"); "time" alone counts unless the name says what is left ("time_remaining").
+_TIME_TAKEN_WORDS = frozenset({"took", "elapsed", "duration", "latency", "runtime", "taken"})
+_TIME_LEFT_WORDS = frozenset({"remaining", "left", "eta", "until", "estimated", "to"})
+
+
+@lru_cache(maxsize=512)
+def _names_duration(word: str) -> bool:
+    """Whether the word before a number ("took", a field name such as "elapsed_ms") says the
+    number is a time taken: timing jitter, not news."""
+    if word in _DURATION_WORDS:
+        return True
+    if not word or not word.isascii() or not word.replace("_", "").replace("-", "").isalpha():
+        return False
+    words = set(split_name(word))
+    return not _TIME_TAKEN_WORDS.isdisjoint(words) or ("time" in words and _TIME_LEFT_WORDS.isdisjoint(words))
+
+
 def _volatile_token(token: str, previous: str) -> str:
     """``token`` (lowercased, after ``previous``) with its volatile part replaced, or
     ``token`` itself when nothing in it is volatile."""
@@ -67,9 +85,11 @@ def _volatile_token(token: str, previous: str) -> str:
     if core.isdigit():
         if previous.strip(_PUNCTUATION) in _COUNTER_WORDS:
             return token.replace(core, "<counter>")
-        if previous.strip(_PUNCTUATION) in _DURATION_WORDS:
-            return token.replace(core, "<duration>")  # "took 38"
+        if _names_duration(previous.strip(_PUNCTUATION)):
+            return token.replace(core, "<duration>")  # "took 38", "elapsed_ms": 38
         return token.replace(core, "<n>") if len(core) >= 6 else token
+    if core[0].isdigit() and core.count(".") == 1 and core.replace(".", "").isdigit() and _names_duration(previous.strip(_PUNCTUATION)):
+        return token.replace(core, "<duration>")  # "total_time_taken": 0.31
     if _DURATION.fullmatch(core) is not None:
         return token.replace(core, "<duration>")  # "in 0.21s", "38ms": timing jitter, not news
     letters_and_digits = core.replace("-", "").replace("_", "")
@@ -293,6 +313,8 @@ def _envelope(data: dict[str, Any], depth: int, request: dict[Any, Any]) -> int:
             elif key.lower() not in _ENVELOPE_LISTS:
                 return _DATA
             continue
+        if value is None:
+            continue  # {"hits": [], "note": null}: a null carries nothing
         if kind is str and _says_empty(lowered := value.lower().strip(), lowered.isascii()):
             found = True  # {"series": [], "message": "no datapoints found"}
             continue
@@ -467,15 +489,25 @@ _REASON_PHRASE = re.compile(
     r"\W*(?:ok|created|accepted|no content|bad|unauthori[sz]ed|payment|forbidden|not|method|conflict|gone|precondition|"
     r"unprocessable|too|internal|service|gateway|request|error|unavailable|timeout|upgrade|locked|failed)\b"
 )
+# Error words as messages and error codes spell them: "access denied", "access_denied",
+# "AccessDenied", "AccessDeniedException", "invalid_request_error" (outputs are lowercased
+# first). An underscore separates words here, so the word boundaries are letters and digits.
+_BEFORE_WORD, _AFTER_WORD = r"(?<![a-z0-9])(", r")(?:[ _-]?(?:exception|error|fault))?(?![a-z0-9])"
 _RETRYABLE_WORDS = re.compile(
-    r"\b(rate[ _-]?limit(?:ed)?|too many requests|time[ _-]?out|timed out|temporarily unavailable|service unavailable|"
-    r"try again|retry[ _-]after|connection (?:reset|refused|aborted)|overloaded|server busy|throttl(?:ed|ing)|bad gateway|gateway timeout)\b"
+    _BEFORE_WORD
+    + r"rate[ _-]?limit(?:ed)?|too[ _-]?many[ _-]?requests|time[ _-]?out|timed[ _-]?out|temporarily[ _-]?unavailable|service[ _-]?unavailable|"
+    r"try again|retry[ _-]after|connection[ _-]?(?:reset|refused|aborted)|overloaded|server[ _-]?busy|throttl(?:ed|ing)|bad[ _-]?gateway|gateway[ _-]?timeout"
+    + _AFTER_WORD
 )
 _PERMANENT_WORDS = re.compile(
-    r"\b(unauthori[sz]ed|unauthenticated|not authenticated|authentication failed|auth(?:entication)? error|invalid (?:api )?(?:key|token|credentials?)|"
-    r"forbidden|permission denied|access denied|not permitted|invalid request|bad request|not found|no such \w+|does not exist|"
-    r"unknown (?:tool|function|command|parameter|argument)|schema|validation error|invalid (?:argument|parameter|input)s?|"
-    r"missing required|unprocessable|not supported|unsupported)\b"
+    _BEFORE_WORD
+    + r"unauthori[sz]ed|unauthenticated|not[ _-]?(?:authenticated|authori[sz]ed)|authentication[ _-]?failed|auth(?:entication)?[ _-]?error|"
+    r"invalid[ _-]?(?:api[ _-]?)?(?:key|token|credentials?|grant)|forbidden|permission[ _-]?denied|access[ _-]?denied|not[ _-]?permitted|"
+    r"invalid[ _-]?request|bad[ _-]?request|not[ _-]?found|no such \w+|does not exist|"
+    r"unknown[ _-]?(?:tool|function|command|parameter|argument)|schema|validation[ _-]?(?:error|failed)|validation(?=[ _-]?exception)|"
+    r"(?:invalid|malformed)[ _-]?(?:argument|parameter|input|value|integer|number|format|type|field)s?|parameter[ _-]?invalid|"
+    r"missing[ _-]?required|unprocessable|not[ _-]?supported|unsupported"
+    + _AFTER_WORD
 )
 _RETRYABLE_WORDS_ASCII, _PERMANENT_WORDS_ASCII = _ascii_twin(_RETRYABLE_WORDS), _ascii_twin(_PERMANENT_WORDS)
 # Context overflow is a failure of the step wherever it is said (the condensation-loop kind).
@@ -568,10 +600,16 @@ def _inferred_failure(head: str, tail: str, output: Any) -> bool:
         return True
     if ("context" in head or "token" in head or "prompt" in head) and _CONTEXT_OVERFLOW.search(head):
         return True
+    if '"status"' in head and _FAILED_STATUS.search(head) is not None:
+        return True  # {"status": "not_found", "message": "No company matched"}
     code = _status_code_of(head)
     if code is not None and code >= 400:
         return True
     return "xit" in tail and _EXIT_CODE.search(tail) is not None
+
+
+# A JSON reply whose own status says the call failed (not a job's state: "state": "failed").
+_FAILED_STATUS = re.compile(r'"status"\s*:\s*"(?:not[ _-]?found|error)"')
 
 
 # What a failure says when what was asked for is not there: its text names what was asked.
@@ -598,6 +636,8 @@ def _classify_head(head: str) -> str:
     """:func:`classify_failure` of an output's first 600 characters. Identical failures (the
     stuck case) repeat, so classes are cached."""
     head = head.lower()
+    if ("context" in head or "token" in head or "prompt" in head) and _CONTEXT_OVERFLOW.search(head):
+        return DETERMINISTIC  # a 400 invalid_request_error that condensing the context can cure
     code = status_code(head)
     if code in _RETRYABLE_CODES:
         return RETRYABLE

@@ -339,7 +339,9 @@ class Session:
             changed = changes and not observation.error and not reports_failure(observation.text)
             if changed:
                 memory.note_change(record)
-            self._near_duplicate.result(record, changed)  # (first: it tells a page already read, for no_progress)
+            signal = self._near_duplicate.result(record, changed)  # (first: it tells a page already read, for no_progress)
+            if signal is not None:
+                signals.append(signal)
             progress_signal, stale = self._no_progress.result(record, memory)
             self._stale = progress_signal
             if progress_signal is not None:

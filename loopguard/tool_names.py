@@ -51,9 +51,10 @@ _FIRST_READ_VERBS = frozenset({"list", "count", "open", "cat", "head", "tail"})
 _READ_NOUNS = frozenset({"status", "progress", "history", "price", "info", "details", "list"})
 _COMMAND_TOOL_WORDS = frozenset({"bash", "shell", "sh", "terminal", "exec", "execute", "cmd", "powershell", "console"})
 _COMMAND_ARGUMENTS = ("command", "cmd", "script", "shell", "commands")
-_COMMAND_ARGUMENT_SET = frozenset(_COMMAND_ARGUMENTS)
+#: Argument names that hold a shell command.
+COMMAND_ARGUMENT_NAMES = frozenset(_COMMAND_ARGUMENTS)
 #: Arguments that hold code to run (a "code" argument is code only where sleeping is in question).
-_SCRIPT_ARGUMENTS = _COMMAND_ARGUMENT_SET | {"code"}
+_SCRIPT_ARGUMENTS = COMMAND_ARGUMENT_NAMES | {"code"}
 # A sleep in a shell command or a script: "sleep 60; dig ...", "time.sleep(5)", "Start-Sleep -s 5".
 _ONLY_SLEEP = re.compile(r"[ \t]*sleep[ \t]+(?:\d+(?:\.\d+)?|\.\d+)[smhd]?[\s;]*", re.IGNORECASE)
 # In command position only: "sleep 60; dig ...", "make && sleep .5 && curl", and inside quotes
@@ -87,8 +88,15 @@ def _name_words(name: str) -> tuple[str, ...]:
     return tuple(split_name(name))
 
 
+#: Words of a scratchpad tool's name: the agent writes its own thoughts, the world is unchanged
+#: ("think", "sequential_thinking", "scratchpad", "reflect").
+_THINK_WORDS = frozenset({"think", "thinking", "thought", "thoughts", "scratchpad", "reflect", "reflection"})
+_THINK_COMPANIONS = frozenset({"tool", "sequential", "sequentialthinking", "deep", "step"})
+
+
 def inferred_kind(tool: str) -> str:
-    """``wait`` for a pure pause, ``poll`` for a tool that waits for something, else ``other``."""
+    """``wait`` for a pure pause, ``poll`` for a tool that waits for something, ``think`` for a
+    scratchpad (``think``, ``sequential_thinking``), else ``other``."""
     return _inferred_kind(tool[:NAME_LIMIT])
 
 
@@ -99,6 +107,9 @@ def _inferred_kind(name: str) -> str:
     words = _name_words(name)
     verb = next((index for index, word in enumerate(words) if word in _WAIT_VERBS), None)
     if verb is None:
+        own = [word for word in words if word not in _WAIT_PREFIXES]
+        if own and not _THINK_WORDS.isdisjoint(own) and all(word in _THINK_WORDS or word in _THINK_COMPANIONS for word in own):
+            return "think"
         return "other"
     rest = words[verb + 1 :]
     if all(word in _WAIT_UNITS or word.isdigit() for word in rest) and all(word in _WAIT_PREFIXES for word in words[:verb]):
@@ -253,7 +264,7 @@ def changes_state(tool: str, arguments: Any) -> bool:
     (``{"command": "str_replace"}``), or a shell command that edits, redirects into, moves,
     removes or reformats files (``sed -i``, ``perl -pi``, ``echo x > f``, ``git checkout``,
     ``black .``, a script fed by a heredoc, ``python -c "open('f', 'w')..."``)."""
-    if type(arguments) is not dict or arguments.keys().isdisjoint(_COMMAND_ARGUMENT_SET):
+    if type(arguments) is not dict or arguments.keys().isdisjoint(COMMAND_ARGUMENT_NAMES):
         return _edits_by_name(tool[:NAME_LIMIT])
     # A command says what the call does, whatever the tool's name ("str_replace_editor" views too).
     command = _command_of(arguments)

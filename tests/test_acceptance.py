@@ -72,23 +72,17 @@ def test_more_cases_of_each_kind_are_handled(policy) -> None:
 
 #: Runs of the blind sets that the default policy still misjudges, and why they are left.
 BLIND_EXCEPTIONS = {
-    # A 400 context_length_exceeded is read as a permanent failure (invalid request), so the
-    # second identical one stops at once; its writer would accept step 2 as well.
-    "k9a-openai-context-condense-loop": "premature",
     # Paging backwards by a moving `latest` timestamp is not recognised as paging.
     "st-page-05-history": "missed",
     # The same empty check three times with no wait between is the rw03 shape; only a wait
     # or a sleep tells a poll from an agent that does not read its results.
     "hx05-ticket-thread-poll-for-reply": "false_alarm",
-    # Results that mention "keeps running" read as a pending state, so the repeats look like a
-    # poll; and rewordings of a query with the same results share too few words.
-    "st35-near-dup-reworded-query-same-results": "missed",
-    # Queries reworded beyond word overlap that keep returning the same rows: only a warning.
-    "arxiv-reworded-query-same-results": "missed",
-    "sql-reworded-count-same-answer": "missed",
     # Two clicks that change nothing, with the same screenshot between: its writer would
     # accept the stop at step 4 as well.
     "browser-load-more-does-nothing": "premature",
+    # A count reworded in SQL whose answer is one short number: too short to tell from the
+    # many different calls that share a short answer.
+    "sql-reworded-count-same-answer": "missed",
     # go_back returns the same page each time, and a blank salary before it is an empty
     # answer: a repeat with nothing new, though the scrape moves on.
     "long-browser-job-scrape": "false_alarm",
@@ -98,6 +92,17 @@ BLIND_EXCEPTIONS = {
     # {"active": 1, "succeeded": 0, "failed": 0} three times with no wait: "failed" as a
     # key reads as a final state, so the job poll is no pending poll.
     "k8s-job-poll-identical-active": "false_alarm",
+    # Round 11 (the issue's kinds and healthy look-alikes in new domains, written against the
+    # round-10 code):
+    # An export poll stuck at 37% with its heartbeat frozen: polls with waits between are
+    # healthy for 20 identical answers; the job's own estimate and heartbeat are not read.
+    "b11s-export-poll-stalled-heartbeat": "missed",
+    # A migration retried with growing sleeps on "connection refused": retryable, and each
+    # command differs in its sleep; read at the third identical pg_isready failure.
+    "b11s-alembic-connection-refused-backoff": "late",
+    # An LLM regenerating a tweet that a counter rejects each time: every draft and count is
+    # new text; only "valid": false repeats.
+    "b11s-llm-tweet-regenerate-over-limit": "missed",
     # Round 10 (all the issue's kinds, written after the round-9 fixes):
     # The identical failing query a second time, one step before the window (the issue's rule).
     "b10s-sql-dag-listtables-3cycle": "premature",
@@ -109,9 +114,6 @@ BLIND_EXCEPTIONS = {
     # A paraphrased monologue, read one step after the window.
     "b10s-monologue-reconcile-announced": "late",
     # Round 9 (adversarial: healthy runs that look like round 8's kinds, and variations of them):
-    # Copies to one bucket path with other flags and destinations each time: the flags
-    # replaced, not added, read as other calls until the third alike.
-    "b9s-s3-object-403-flag-shuffle": "late",
     # Page numbers past the last that the API answers with earlier pages, with a map and an
     # "unchanged" upsert between: caught at the third wrapped page.
     "b9s-hr-page-number-wraps": "late",
@@ -143,9 +145,6 @@ BLIND_EXCEPTIONS = {
     # rewords its query after empty answers is also how healthy searching goes on).
     "b8s-kb-reworded-zero-hits": "missed",
     # Round 7 (coding loops, paging and long polls, written against the round-6 fixes):
-    # Cursor pages past the end, each empty with a fresh cursor: a cursor followed from an
-    # empty page is no signal (an event stream polled with since-tokens looks the same).
-    "b7-stuck-cursor-past-end-empty-pages": "missed",
     # A redelivered message with a new receipt handle and receive count each time: new text.
     "b7-stuck-sqs-message-never-deleted": "missed",
     # The same record read again at a fixed offset between inserts: caught one step late.
@@ -182,9 +181,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (354 stuck, 404 healthy, in ten rounds), judged as cases/README.md judges."""
+    (380 stuck, 434 healthy, in eleven rounds), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 354, "healthy": 404}[label]
+    assert len(judged) == {"stuck": 380, "healthy": 434}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }

@@ -64,12 +64,15 @@ class CallRecord:
         sequence: set by near_duplicate for a call that reads a range: the digest of its
             arguments without the range, shared by the calls that page through the same data
             (their results' staleness is counted together by no_progress).
+        same_answer: set by near_duplicate when the result is the answer a differently worded
+            call of the tool got (see ``NearDuplicate.result``): the answer's digest, shared by
+            those calls (their results' staleness is counted together by no_progress).
     """
 
     # A plain slotted class with a positional constructor: one is built per call.
     __slots__ = (
         "index", "step", "signature", "stats", "tool_kind", "agent", "pending_patience", "observation", "handoff_target",
-        "repeats_known", "after_wait", "stale", "long_poll", "sequence",
+        "repeats_known", "after_wait", "stale", "long_poll", "sequence", "same_answer",
     )
 
     def __init__(
@@ -96,6 +99,7 @@ class CallRecord:
         self.stale = False
         self.long_poll = False
         self.sequence: int | None = None
+        self.same_answer: int | None = None
 
     @property
     def tool(self) -> str:

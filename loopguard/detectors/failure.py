@@ -101,7 +101,8 @@ class Failure:
                 stats.novel_at_failure.clear()  # type: ignore[union-attr]
             if self._tool_failures:
                 self._tool_failures.pop(record.signature.tool, None)  # the tool works: a new streak
-            if armed == record.index - 1 and stale and self.config.enabled:
+            # (A scratchpad entry brings nothing from the world: the agent only thought.)
+            if armed == record.index - 1 and (stale or record.tool_kind == "think") and self.config.enabled:
                 return self._escalated(record, "brought nothing new")
             return None
         failures = stats.failures

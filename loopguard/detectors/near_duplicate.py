@@ -46,19 +46,27 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
-from ..observations import Observation
+from ..observations import END_KEPT, MAX_COMPARED, Observation
 from ..signature import is_digest_placeholder
-from ..tool_names import NAME_LIMIT, split_name
+from ..tool_names import COMMAND_ARGUMENT_NAMES, NAME_LIMIT, split_name
 from .base import BoundedMap, CallRecord, RunMemory, describe, resources
 
 #: Score of the pagination context signal: below any sensible warn threshold on purpose.
 PAGINATION_SCORE = 0.3
 #: Shortest cursor recognised (a cursor "c2" is as short as they come).
 CURSOR_MIN_LENGTH = 2
+#: Shortest answer compared across differently worded calls: shorter ones ("sent", "ok",
+#: a count) are acknowledgements and values that many different calls share.
+ANSWER_MIN_LENGTH = 80
+#: Answers remembered, and calls counted per answer.
+ANSWERS_REMEMBERED, ANSWERS_COUNTED = 256, 16
 #: Page digests kept per tool that follows cursors (to tell a page already read).
 PAGES_REMEMBERED = 64
 #: Kinds whose calls never page.
 _NEVER_PAGES = frozenset({"write", "handoff", "think", "wait"})
+#: Characters of a long page's head and end that a cursor page's digest reads (cursors of
+#: other lengths, up to this much apart in total, cannot shift what is read).
+_ALIGNED_HEAD, _ALIGNED_END = MAX_COMPARED - END_KEPT, END_KEPT // 2
 #: Tools whose recent calls, previous call and cursor pages are remembered.
 _TOOLS_REMEMBERED = 256
 
@@ -201,6 +209,7 @@ class _Shape:
     span_text: str = ""  # the range as a message shows it (formatted once per signature)
     range_keys: tuple[Any, ...] = ()  # the argument keys the range comes from (not for ranges inside a value)
     sequence: int = 0  # digest of the structure: the paging sequence a ranged call belongs to
+    options: tuple[tuple[str, str], ...] = ()  # a command's named options and their values (see _command_options)
 
 
 #: The shape of arguments with no text, range, throwaway key or volatile value (see _plain).
@@ -357,6 +366,7 @@ def shape_of(record: CallRecord) -> _Shape:
     exact: list[tuple[str, str]] = []
     text_keys: list[str] = []
     words: set[str] = set()
+    options: list[tuple[str, str]] = []
     for key in sorted(arguments):
         value = arguments[key]
         if key in range_keys or _kind_of(key).role == _THROWAWAY:
@@ -379,16 +389,79 @@ def shape_of(record: CallRecord) -> _Shape:
             if " " in value.strip() and not is_digest_placeholder(value):
                 text_keys.append(key)
                 words |= _words(value)
+                if key in COMMAND_ARGUMENT_NAMES and "-" in value:
+                    options.extend(_command_options(value))
                 continue
         exact.append((key, value if isinstance(value, (str, int, float, bool, type(None))) else repr(_stable(value, 0))[:500]))
     structure = (record.tool, tuple(exact), tuple(text_keys), span is not None)
     if span is None:
-        return _Shape(record.signature.key, structure, frozenset(words), None)
+        return _Shape(record.signature.key, structure, frozenset(words), None, options=tuple(options))
     words_read = frozenset(words)
     # A page number is shown as one ("page 4"), any other range as its bounds ("20–40").
     page = len(range_keys) == 1 and _kind_of(range_keys[0]).role == _PAGE
     span_text = f"page {span[0]:g}" if page else f"range {span[0]:g}–{span[1]:g}"
     return _Shape(record.signature.key, structure, words_read, span, span_text, range_keys, hash((structure, words_read)))
+
+
+# A command's tokens: runs of anything but spaces and quotes, or quoted texts, joined
+# (--filter="a b" is one token).
+_COMMAND_TOKEN = re.compile(r"""(?:[^\s'"]+|'[^']*'|"[^"]*")+""")
+_OPTIONS_READ = 40  # tokens of a command read for options
+
+
+def _command_options(command: str) -> list[tuple[str, str]]:
+    """A command's named options with a value (see :func:`_command_parts`)."""
+    return _command_parts(command)[0]
+
+
+def _command_parts(command: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """A command's named options with a value, as (name, value): ``--region us-east-2``,
+    ``--project=acme``, ``-n payments`` (a single-letter option followed by a value), an
+    environment assignment ``AWS_PROFILE=ops``; and its other tokens (program, subcommand,
+    paths, flags). Options whose value is quoted text with spaces stay with the other
+    tokens (compared as words)."""
+    tokens = _COMMAND_TOKEN.findall(command[:_COMMAND_LIMIT])[:_OPTIONS_READ]
+    options: list[tuple[str, str]] = []
+    rest: list[str] = []
+    taken = False
+    for index, token in enumerate(tokens):
+        if taken:
+            taken = False
+            continue
+        name = value = ""
+        if token[:1] == "-" and token not in ("-", "--") and not token[1:2].isdigit():
+            if "=" in token:
+                name, _, value = token.partition("=")
+            elif index + 1 < len(tokens) and tokens[index + 1][:1] != "-" and (token[:2] == "--" or len(token) == 2):
+                name, value, taken = token, tokens[index + 1], True
+        elif _ASSIGNMENT.match(token) is not None:
+            name, _, value = token.partition("=")
+        value = value.strip("'\"")
+        if name and value and " " not in value:
+            options.append((name.lstrip("-").lower(), value))
+        else:
+            rest.append(token)
+            taken = False
+    return options, rest
+
+
+# An environment assignment before a command: AWS_DEFAULT_REGION=eu-west-1.
+_ASSIGNMENT = re.compile(r"[A-Z_][A-Z0-9_]*=")
+
+
+def _option_changed(before: tuple[tuple[str, str], ...], after: tuple[tuple[str, str], ...]) -> bool:
+    """Whether an option both commands name has another value in ``after`` that is not
+    cosmetic: a setting's number (``--max-items 50``), a timestamp or a request identity may
+    change; another region, namespace, project or id is another target."""
+    values = dict(before)
+    for name, value in after:
+        old = values.get(name)
+        if old is None or old == value:
+            continue
+        if _is_identity(name) or _is_volatile(value) or (value.isdigit() and old.isdigit() and _names_setting((name,))):
+            continue
+        return True
+    return False
 
 
 # The line range a shell command prints: sed -n '40,60p' (or 40,+20p), awk 'NR>=40 && NR<=60'.
@@ -620,14 +693,55 @@ def _add_fields(value: Any, path: tuple[str, ...], depth: int, fields: dict[tupl
             for name, item in parameters:
                 if not _is_identity(name):
                     fields[path + ("?" + name[:NAME_LIMIT].lower(),)] = _NOT_ALPHANUMERIC.sub("", item.lower())
+        elif " " in stripped and path and path[-1] in COMMAND_ARGUMENT_NAMES:
+            _add_command_fields(text, path, fields)
         elif " " in stripped and not _FORMATTED_NUMBER.match(text):
             fields[path] = frozenset(_WORD.findall(_INNER_DASH.sub("", text.lower())))
-        else:  # a word, an id, or a number however it is punctuated ("+1 (555) 0100")
-            fields[path] = _NOT_ALPHANUMERIC.sub("", text.lower())
+        else:  # a word, an id, or a number however it is punctuated ("+1 (555) 0100", "18,40")
+            fields[path] = _decimal_text(stripped) or _NOT_ALPHANUMERIC.sub("", text.lower())
     elif kind is bool:
         fields[path] = value
+    elif kind is float:
+        fields[path] = _number_text(value)  # 18.4 and "18.40" are one amount
     elif value is not None:
         fields[path] = _NOT_ALPHANUMERIC.sub("", str(value)[:200].lower())
+
+
+# A decimal fraction as an agent may write it: "18.40", "18,40", "-3.5" (no thousands separators).
+_DECIMAL = re.compile(r"-?\d{1,15}[.,]\d{1,15}")
+
+
+def _decimal_text(text: str) -> str:
+    """A decimal fraction in one spelling (``"18.40"``, ``"18,40"`` and ``18.4`` are ``"18.4"``),
+    or ``""`` for a text that is none."""
+    if ("." not in text and "," not in text) or _DECIMAL.fullmatch(text) is None:
+        return ""
+    return _number_text(float(text.replace(",", ".")))
+
+
+def _number_text(number: float) -> str:
+    """A number as its digits, an integral one without a fraction (``18.0`` is ``"18"``, as an
+    integer argument's digits are)."""
+    return str(int(number)) if number.is_integer() else repr(number)
+
+
+def _add_command_fields(command: str, path: tuple[str, ...], fields: dict[tuple[str, ...], Any]) -> None:
+    """A shell command's fields for :func:`same_target`: each named option with a value
+    (``--region eu-west-1``, ``-n prod``, an environment assignment ``AWS_PROFILE=ops``) and
+    each flag (``-rn``, ``--no-progress``) as a field of its own, so that adding or dropping
+    one, or changing a flag, is cosmetic while changing an option's value is another target;
+    the words of the other tokens (program, subcommand, paths) as one word set."""
+    options, rest = _command_parts(command)
+    for name, value in options:
+        if not _is_identity(name) and not _is_volatile(value):
+            fields[path + ("-" + name,)] = _decimal_text(value) or _NOT_ALPHANUMERIC.sub("", value.lower())
+    words = []
+    for token in rest:
+        if token[:1] == "-" and not token[1:2].isdigit():
+            fields[path + ("-" + token.lstrip("-").lower(),)] = True  # a flag: as an option, cosmetic
+        else:
+            words.append(token)
+    fields[path] = frozenset(_WORD.findall(_INNER_DASH.sub("", " ".join(words).lower())))
 
 
 def _is_volatile(value: str) -> bool:
@@ -708,8 +822,8 @@ class NearDuplicate:
         # Each tool's latest calls: (shape, whether it re-read a range, the call's record, the
         # number of calls that changed state before it).
         self._recent: BoundedMap[str, deque[tuple[_Shape, bool, CallRecord, int]]] = BoundedMap(_TOOLS_REMEMBERED)
-        # Calls that may have changed what reads return (counted once a range was read): a
-        # range read before the latest of them no longer covers a read after it.
+        # Calls that may have changed what reads return: a range read before the latest of them
+        # no longer covers a read after it, and an answer got before it may differ after it.
         self._changes = 0
         self._ranges_read = False
         # Shapes by signature key, for calls whose signature has no result yet (their stats
@@ -719,7 +833,8 @@ class NearDuplicate:
         # something new, or a user message), and the news count they were written at.
         self._messages: BoundedMap[str, _Said] = BoundedMap(64)
         self._messages_at = 0
-        self._last_speaker: tuple[str, int] | None = None  # (message pseudo-tool, tool calls then) of the latest message
+        self._last_speaker: tuple[str, int] | None = None  # (message pseudo-tool, actions then) of the latest message
+        self._thoughts = 0  # calls to scratchpad tools (kind think) so far
         # Each tool's latest call (its output arrives on the record), to tell a cursor followed,
         # and the digests of the pages that tools reached by cursors returned.
         self._previous: dict[str, CallRecord] = {}
@@ -727,6 +842,8 @@ class NearDuplicate:
         # The digests of the pages each paging sequence (a ranged call's arguments without the
         # range) read, to tell offsets that wrapped around to pages already read.
         self._range_pages: BoundedMap[int, _Pages] = BoundedMap(_TOOLS_REMEMBERED)
+        # The calls that got each answer of calls with text arguments (see _same_answer).
+        self._answers: BoundedMap[int, _Answer] = BoundedMap(ANSWERS_REMEMBERED)
 
     def reconfigure(self, config: NearDuplicateDetector) -> None:
         self.config = config
@@ -736,6 +853,8 @@ class NearDuplicate:
         self._weight, self._pagination_score = config.weight, min(PAGINATION_SCORE, config.weight)
 
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
+        if record.tool_kind == "think":
+            self._thoughts += 1  # (a scratchpad entry between an agent's messages is no action)
         paging = self._follows_cursor(record)
         stats = record.stats
         shape = stats.arguments_shape  # read once per signature: arguments never change
@@ -761,8 +880,11 @@ class NearDuplicate:
         similar = 1
         signatures = {shape.signature}
         words, similarity = shape.words, self._similarity
+        options = shape.options
         for earlier, _, _, _ in recent:
             if earlier.structure == structure and _jaccard(earlier.words, words) >= similarity:
+                if options and earlier.options and _option_changed(earlier.options, options):
+                    continue  # the same command for another region, namespace or project: fan-out
                 similar += 1
                 signatures.add(earlier.signature)
         recent.append((shape, False, record, self._changes))
@@ -795,9 +917,9 @@ class NearDuplicate:
         if said is None:
             said = _Said(self._window)
             self._messages.put(tool, said)
-        # In a row: no tool call and no other agent's message since the agent's previous message
-        # (record.index counts the run's tool calls).
-        speaker = (tool, record.index)
+        # In a row: no tool call (but to a scratchpad) and no other agent's message since the
+        # agent's previous message (record.index counts the run's tool calls).
+        speaker = (tool, record.index - self._thoughts)
         said.in_a_row = said.in_a_row + 1 if self._last_speaker == speaker else 1
         self._last_speaker = speaker
         words = _message_words(text)
@@ -824,25 +946,64 @@ class NearDuplicate:
             {"call": record.index, "similar_messages": similar},
         )
 
-    def result(self, record: CallRecord, changed: bool) -> None:
+    def result(self, record: CallRecord, changed: bool) -> Signal | None:
         """A call's result is in (the session calls this before no_progress reads it; ``changed``:
-        the call may have changed what later reads return, see ``Session.after_call``). A page
-        read through a new range that says what a page of the same paging sequence said
-        before, its position fields aside, marks the call ``repeats_known`` (offsets that
-        wrapped around); a call that changed state ends the coverage of the ranges read before
-        it, and forgets the pages of the sequences it may have changed. Runs only once a range
-        was read."""
-        if not self._ranges_read:
-            return
+        the call may have changed what later reads return, see ``Session.after_call``).
+
+        * A page read through a new range that says what a page of the same paging sequence
+          said before, its position fields aside, marks the call ``repeats_known`` (offsets
+          that wrapped around). Runs only once a range was read.
+        * A call with text arguments (a query, a task) whose answer is the one a differently
+          worded call of the tool with the same other arguments got since the latest change,
+          the wording echoed and decimal scores aside, marks the call ``repeats_known`` and
+          ``same_answer``; ``repeats`` such calls make a ``reworded_call`` signal (a reworded
+          search that keeps finding the same articles, a delegation reworded that gets the
+          same refusal).
+        * A call that changed state ends the coverage of the ranges read before it, and
+          forgets the pages of the sequences it may have changed.
+        """
         observation = record.observation
         if observation is None:
-            return
-        if record.sequence is not None and not record.repeats_known and not observation.error and not observation.empty:
+            return None
+        signal = None
+        if self._ranges_read and record.sequence is not None and not record.repeats_known and not observation.error and not observation.empty:
             self._read_page(record, observation)
+        elif not observation.error and not observation.empty and len(observation.text) >= ANSWER_MIN_LENGTH:
+            shape = record.stats.arguments_shape
+            if shape is not None and shape.words and shape.span is None:
+                signal = self._same_answer(record, shape, observation)
         if changed:
             self._changes += 1  # an edit: what was read may read otherwise now
             if self._range_pages:
                 self._forget_pages(resources(record))
+        return signal
+
+    def _same_answer(self, record: CallRecord, shape: _Shape, observation: Observation) -> Signal | None:
+        """See :meth:`result` (a call with text arguments and a substantial answer)."""
+        arguments = record.signature.arguments
+        echoes = [arguments[key] for key in shape.structure[2] if type(arguments.get(key)) is str and len(arguments[key]) >= 8]
+        digest = hash((shape.structure, _answer_body(observation.text, echoes), _answer_body(observation.end, echoes)))
+        answer = self._answers.get(digest)
+        key = record.signature.key
+        if answer is None or answer.changes != self._changes:
+            self._answers.put(digest, _Answer(key, self._changes))
+            return None
+        calls = answer.calls
+        if key in calls:
+            return None  # the same call again: the repeat detector's and no_progress's own case
+        if len(calls) < ANSWERS_COUNTED:
+            calls.add(key)
+        record.repeats_known = True
+        record.same_answer = digest
+        if not self._active or len(calls) < self._repeats:
+            return None
+        return Signal(
+            self.name,
+            "reworded_call",
+            self._weight,
+            f"{record.tool} got the same answer to {len(calls)} differently worded calls",
+            {"call": record.index, "similar_calls": len(calls)},
+        )
 
     def _read_page(self, record: CallRecord, observation: Observation) -> None:
         """Remember the page a ranged call read; mark the call ``repeats_known`` when its paging
@@ -891,7 +1052,7 @@ class NearDuplicate:
                 del previous_calls[next(iter(previous_calls))]  # bounded: tool names come from the agent
             return None
         observation = previous.observation
-        if observation is None or observation.error or observation.empty or record.tool_kind in _NEVER_PAGES:
+        if observation is None or observation.error or record.tool_kind in _NEVER_PAGES:
             return None
         arguments, before = record.signature.arguments, previous.signature.arguments
         if type(arguments) is not dict or type(before) is not dict or not 0 <= len(arguments) - len(before) <= 1:
@@ -922,6 +1083,21 @@ class NearDuplicate:
                 cursor = candidate
         if cursor is None:
             return None
+        if _says_last_page(text) or (end and _says_last_page(end)):
+            # The page said it was the last (has_more: false) and still handed out a cursor: the
+            # call pages past the end. Alone a context signal; with no_progress (its empty
+            # pages) an escalation.
+            if not self._active:
+                return None
+            return Signal(
+                self.name,
+                "pagination",
+                self._pagination_score,
+                f"{tool} follows the cursor of a page that said it was the last",
+                {"call": record.index, "cursor": cursor[:40]},
+            )
+        if observation.empty:
+            return None  # (an event stream polled with since-tokens follows cursors from empty answers too)
         pages = self._pages.get(tool)
         if pages is None:
             pages = _Pages()
@@ -930,7 +1106,13 @@ class NearDuplicate:
         # which APIs echo, and the next) or the response's own stamps: a wrapped cursor's pages
         # say the same as before around new cursors and request ids.
         cursors = (cursor,) if pages.cursor is None or previous.index != pages.cursor_call else (cursor, pages.cursor)
-        page = hash((_page_body(text, cursors), _page_body(end, cursors)))
+        if end:
+            # A long page is read by its head and its end, cut at fixed lengths: cursors of
+            # another length shift the cuts, so each part is compared away from its cut (the
+            # part between is not compared).
+            page = hash((_page_body(text, cursors)[:_ALIGNED_HEAD], _page_body(end, cursors)[-_ALIGNED_END:]))
+        else:
+            page = hash(_page_body(text, cursors))
         pages.cursor, pages.cursor_call = cursor, record.index
         # A wrap returns to an earlier page after other pages; pages alike in a row ("matched 0
         # of 1000") are pages that look alike, not a wrap.
@@ -1016,6 +1198,30 @@ class NearDuplicate:
 
 
 _ABSENT = object()
+
+
+class _Answer:
+    """The calls of one tool that got one answer (see ``NearDuplicate._same_answer``), since
+    the run's state change count ``changes``."""
+
+    __slots__ = ("calls", "changes")
+
+    def __init__(self, call: int, changes: int) -> None:
+        self.calls = {call}
+        self.changes = changes
+
+
+#: A relevance score in an answer ("score": 12.41, _score=0.87): it moves between searches.
+_SCORE = re.compile(r"""(score|relevance|similarity|confidence)(["']?\s*[:=]\s*)-?\d+(?:\.\d+)?""", re.IGNORECASE)
+
+
+def _answer_body(text: str, echoes: list[str]) -> str:
+    """An answer as two differently worded calls would share it: the call's own text
+    arguments, which replies echo, and relevance scores taken out."""
+    for echo in echoes:
+        if echo in text:
+            text = text.replace(echo, "\x00")
+    return _SCORE.sub(r"\1\2#", text) if "core" in text or "elevance" in text or "imilarity" in text or "onfidence" in text else text
 
 
 class _Pages:
@@ -1163,6 +1369,19 @@ def _new_text(value: Any, old: Any, depth: int) -> list[str]:
             key, item = changed[0]
             return _new_text(item, old.get(key, _ABSENT), depth + 1)
     return []
+
+
+#: A page that says no page follows it (has_more: false, "hasNextPage": false, "is_last_page": true).
+_LAST_PAGE = re.compile(
+    r"""["']?(?:has_?more|has_?next(?:_?page)?|more_?(?:results|pages|available)|more|next_?page_?exists)["']?\s*[:=]\s*(?:false|False|0)\b"""
+    r"""|["']?(?:is_?)?last_?page["']?\s*[:=]\s*(?:true|True)\b""",
+    re.IGNORECASE,
+)
+
+
+def _says_last_page(text: str) -> bool:
+    """Whether a page says that no page follows it (read only for a page whose cursor was followed)."""
+    return _LAST_PAGE.search(text) is not None
 
 
 def _could_be_cursor(text: str) -> bool:

@@ -38,6 +38,7 @@ _WHAT = {
     "stalled_poll": "reported the same pending state",
     "same_output": "returned what it had returned before",
     "reread": "re-read a range or a page already read",
+    "same_answer": "gave the answer a differently worded call got",
     "reworded_message": "said again what it had said before",
 }
 
@@ -145,7 +146,9 @@ def _acknowledges(record: CallRecord, observation: Observation) -> bool:
 
 def _group_noun(record: CallRecord) -> str:
     """What the calls of a record's group are, for messages."""
-    return "pages" if record.sequence is not None else "calls, the same but for a request id,"
+    if record.sequence is not None:
+        return "pages"
+    return "calls, the same but for a request id," if record.stats.same_call is not None else "differently worded calls"
 
 
 class NoProgress:
@@ -261,6 +264,7 @@ class NoProgress:
         elif (
             (repeated_output or maybe_identical)
             and environment  # an agent's message is no poll
+            and not record.repeats_known  # a page or an answer already had: no pending state to wait on
             and (
                 (inferred := polls(record) and not is_final(observation.text) and not _long_poll_exempt(record, observation))
                 or (is_pending(observation.text) and not writes_by_name(record.signature.tool))
@@ -283,7 +287,7 @@ class NoProgress:
             stats.identical_pending = 0
         elif record.repeats_known:
             own_stale = stale = True
-            kind = "reread" if environment else "reworded_message"
+            kind = "reworded_message" if not environment else "reread" if record.same_answer is None else "same_answer"
             stats.identical_pending = 0
         else:
             # A new call's acknowledgement ("sent", "ok", true) confirms that call even when
@@ -311,7 +315,7 @@ class NoProgress:
         in_group = 0
         group = record.sequence
         if group is None:
-            group = same_call
+            group = same_call if same_call is not None else record.same_answer
         if group is not None:
             # The same answer again to the same request made anew (a fresh idempotency key) is
             # that request's own stale answer: the change was made again.
