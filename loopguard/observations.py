@@ -185,7 +185,7 @@ _ENVELOPE_WORDS = frozenset(
     "metadata meta response links link request trace correlation id at max results items hits records entries rows "
     "matches found returned remaining expand fields sort filter filters include select format timed out truncated "
     "row item record entry hit match result estimate estimated object type url shards successful skipped failed value "
-    "relation score scanned "
+    "relation score scanned is last done "
     "schema".split()
 )
 # Lists under these keys may hold something and still leave the answer empty (advice, links).
@@ -491,8 +491,9 @@ _REASON_PHRASE = re.compile(
 )
 # Error words as messages and error codes spell them: "access denied", "access_denied",
 # "AccessDenied", "AccessDeniedException", "invalid_request_error" (outputs are lowercased
-# first). An underscore separates words here, so the word boundaries are letters and digits.
-_BEFORE_WORD, _AFTER_WORD = r"(?<![a-z0-9])(", r")(?:[ _-]?(?:exception|error|fault))?(?![a-z0-9])"
+# first). An underscore joins words of a code, but a code starts a word: the error words
+# inside a test's name ("test_get_user_not_found") are no error code.
+_BEFORE_WORD, _AFTER_WORD = r"(?<![a-z0-9_])(", r")(?:[ _-]?(?:exception|error|fault))?(?![a-z0-9])"
 _RETRYABLE_WORDS = re.compile(
     _BEFORE_WORD
     + r"rate[ _-]?limit(?:ed)?|too[ _-]?many[ _-]?requests|time[ _-]?out|timed[ _-]?out|temporarily[ _-]?unavailable|service[ _-]?unavailable|"

@@ -234,6 +234,24 @@ def test_review_cases(policy) -> None:
         # messages, and a queue consumer whose tasks differ only in base-62 ids.
         "supervisor-writer-critic-rounds": "ok",
         "queue-consumer-with-request-ids": "ok",
+        # The break-it review of round 11's changes: fan-out that gets one answer (a config on
+        # each host, health checks, different tasks acknowledged alike), values followed from
+        # last pages that are references, a wide table's pages, tests named after errors;
+        # rewordings echoed in lowercase or URL-encoded or scored by distance, and Jira's and
+        # Salesforce's last pages paged past.
+        "ssh-config-same-on-each-host": "ok",
+        "health-fanout-same-reply": "ok",
+        "delegate-different-tasks-same-ack": "ok",
+        "notion-tree-walk-last-pages": "ok",
+        "graphql-nested-has-next-false": "ok",
+        "bigquery-wide-schema-pages": "ok",
+        "tdd-test-named-not-found": "ok",
+        "tdd-test-named-invalid-value": "ok",
+        "kb-rewordings-echo-lowercased": "ok",
+        "kb-rewordings-vector-distance": "ok",
+        "kb-rewordings-url-encoded-echo": "ok",
+        "jira-islast-cursor-past-end": "ok",
+        "salesforce-done-cursor-past-end": "ok",
     }
 
 

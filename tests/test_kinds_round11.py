@@ -113,8 +113,9 @@ def test_outputs_read_for_what_they_say() -> None:
         "ValidationException: 1 validation error detected",
         "ThrottlingException: Rate exceeded",
         "the author field is required",
+        "FAILED tests/test_api.py::test_get_user_not_found - AssertionError",
         "HTTP 400: This model's maximum context length is 128000 tokens",
-    )] == ["permanent"] * 5 + ["retryable", "deterministic", "deterministic"]
+    )] == ["permanent"] * 5 + ["retryable", "deterministic", "deterministic", "deterministic"]
     # A time taken under a field's name is jitter, a time left is news.
     assert observe('{"total_time_taken": 0.31, "hits": 3}').fingerprint == observe('{"total_time_taken": 1.42, "hits": 3}').fingerprint
     assert observe('{"elapsed_ms": 38, "rows": 3}').fingerprint == observe('{"elapsed_ms": 41, "rows": 3}').fingerprint
@@ -126,13 +127,19 @@ def test_commands_are_the_same_target_by_their_program_paths_and_option_values()
     assert same_target({"command": copy}, {"command": copy + " --region eu-west-1"})  # an option added
     assert same_target({"command": copy + " --region eu-west-1"}, {"command": copy + " --no-progress --sse AES256"})  # options swapped
     assert same_target({"command": "grep -rn 'refused' logs/"}, {"command": "grep -rni 'refused' logs/"})  # a flag changed
-    assert same_target({"command": copy}, {"command": "AWS_PROFILE=ops " + copy})  # an environment assignment
+    assert same_target({"command": copy}, {"command": "AWS_DEFAULT_REGION=eu-west-1 " + copy})  # an environment assignment
+    # Another identity added is a real change: it may fix a 403.
+    assert not same_target({"command": copy}, {"command": "AWS_PROFILE=ops " + copy})
+    assert not same_target({"command": "kubectl get pods"}, {"command": "kubectl get pods --context prod-admin"})
+    assert not same_target({"url": "https://x.test/a", "headers": {"Accept": "*/*"}}, {"url": "https://x.test/a", "headers": {"Accept": "*/*", "Authorization": "Bearer t"}})
     assert not same_target({"command": copy + " --region eu-west-1"}, {"command": copy + " --region us-east-1"})
     assert not same_target({"command": "kubectl get pods -n payments"}, {"command": "kubectl get pods -n billing"})
     assert not same_target({"command": "grep -rn refused logs/"}, {"command": "grep -rn refused src/"})
     # One amount however it is written; another amount is another target.
     assert same_target({"amount": "18.40"}, {"amount": 18.4}) and same_target({"amount": "18,40"}, {"amount": "18.4"})
     assert same_target({"count": 18}, {"count": 18.0}) and not same_target({"amount": "18.40"}, {"amount": 1840})
+    assert not same_target({"python_version": "3.1"}, {"python_version": "3.10"})  # a version is no number
+    assert not same_target({"amount": "1,000"}, {"amount": 1})  # a thousands separator is no decimal comma
 
 
 def test_the_same_command_for_other_regions_is_fan_out_not_a_rewording(policy, tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
 from typing import Any, NamedTuple
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote_plus, urlsplit
 
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
@@ -60,13 +60,16 @@ CURSOR_MIN_LENGTH = 2
 ANSWER_MIN_LENGTH = 80
 #: Answers remembered, and calls counted per answer.
 ANSWERS_REMEMBERED, ANSWERS_COUNTED = 256, 16
+#: Words a call's text must share with one of the calls that got the same answer (over the
+#: smaller word set) to be read as a rewording of it.
+ANSWER_OVERLAP = 0.25
 #: Page digests kept per tool that follows cursors (to tell a page already read).
 PAGES_REMEMBERED = 64
 #: Kinds whose calls never page.
 _NEVER_PAGES = frozenset({"write", "handoff", "think", "wait"})
-#: Characters of a long page's head and end that a cursor page's digest reads (cursors of
-#: other lengths, up to this much apart in total, cannot shift what is read).
-_ALIGNED_HEAD, _ALIGNED_END = MAX_COMPARED - END_KEPT, END_KEPT // 2
+#: Characters of a long page's head and end that a cursor page's digest reads (cursors whose
+#: lengths differ by up to 64 characters in all cannot shift what is read).
+_ALIGNED_HEAD, _ALIGNED_END = MAX_COMPARED - 64, END_KEPT - 64
 #: Tools whose recent calls, previous call and cursor pages are remembered.
 _TOOLS_REMEMBERED = 256
 
@@ -627,6 +630,8 @@ def same_target(before: Any, after: Any) -> bool:
     trailing slash, a timestamp or a request identity. Any other changed value (an id, a
     name, a host, a date, a URL's path or fragment) is another target: fan-out."""
     left, right = _target_fields(before), _target_fields(after)
+    if left.keys() != right.keys() and any(_names_credentials(path) for path in left.keys() ^ right.keys()):
+        return False  # another identity added or dropped (--context prod-admin, an Authorization header)
     for path, value in left.items():
         other = right.get(path, _ABSENT)
         if other is _ABSENT or other == value or _cosmetic_path(path):
@@ -641,6 +646,17 @@ def same_target(before: Any, after: Any) -> bool:
             continue
         return False
     return True
+
+
+#: Words of an argument or option that says whose identity a call runs with.
+_CREDENTIAL_WORDS = frozenset(
+    "context profile role as user username token kubeconfig credential credentials auth authorization key apikey "
+    "account identity login password assume impersonate".split()
+)
+
+
+def _names_credentials(path: tuple[str, ...]) -> bool:
+    return bool(path) and not _CREDENTIAL_WORDS.isdisjoint(split_name(path[-1].lstrip("-?#")))
 
 
 def _names_setting(path: tuple[str, ...]) -> bool:
@@ -698,7 +714,8 @@ def _add_fields(value: Any, path: tuple[str, ...], depth: int, fields: dict[tupl
         elif " " in stripped and not _FORMATTED_NUMBER.match(text):
             fields[path] = frozenset(_WORD.findall(_INNER_DASH.sub("", text.lower())))
         else:  # a word, an id, or a number however it is punctuated ("+1 (555) 0100", "18,40")
-            fields[path] = _decimal_text(stripped) or _NOT_ALPHANUMERIC.sub("", text.lower())
+            number = "" if _names_version(path) else _decimal_text(stripped)  # ("3.10" is no "3.1")
+            fields[path] = number or _NOT_ALPHANUMERIC.sub("", text.lower())
     elif kind is bool:
         fields[path] = value
     elif kind is float:
@@ -708,7 +725,11 @@ def _add_fields(value: Any, path: tuple[str, ...], depth: int, fields: dict[tupl
 
 
 # A decimal fraction as an agent may write it: "18.40", "18,40", "-3.5" (no thousands separators).
-_DECIMAL = re.compile(r"-?\d{1,15}[.,]\d{1,15}")
+_DECIMAL = re.compile(r"-?\d{1,15}(?:\.\d{1,15}|,\d{1,2})")
+
+
+def _names_version(path: tuple[str, ...]) -> bool:
+    return bool(path) and "version" in path[-1]
 
 
 def _decimal_text(text: str) -> str:
@@ -980,19 +1001,27 @@ class NearDuplicate:
 
     def _same_answer(self, record: CallRecord, shape: _Shape, observation: Observation) -> Signal | None:
         """See :meth:`result` (a call with text arguments and a substantial answer)."""
+        text_keys = shape.structure[2]
+        if not COMMAND_ARGUMENT_NAMES.isdisjoint(text_keys):
+            return None  # other commands are other questions (a config read on each host)
         arguments = record.signature.arguments
-        echoes = [arguments[key] for key in shape.structure[2] if type(arguments.get(key)) is str and len(arguments[key]) >= 8]
+        echoes = [arguments[key].lower() for key in text_keys if type(arguments.get(key)) is str and len(arguments[key]) >= 8]
         digest = hash((shape.structure, _answer_body(observation.text, echoes), _answer_body(observation.end, echoes)))
         answer = self._answers.get(digest)
         key = record.signature.key
         if answer is None or answer.changes != self._changes:
-            self._answers.put(digest, _Answer(key, self._changes))
+            self._answers.put(digest, _Answer(key, shape.words, self._changes))
             return None
         calls = answer.calls
         if key in calls:
             return None  # the same call again: the repeat detector's and no_progress's own case
+        # Rewordings of one question share some of its words; unrelated tasks that get the same
+        # acknowledgement do not.
+        if not any(_overlap(words, shape.words) >= ANSWER_OVERLAP for words in answer.words):
+            return None
         if len(calls) < ANSWERS_COUNTED:
             calls.add(key)
+            answer.words.append(shape.words)
         record.repeats_known = True
         record.same_answer = digest
         if not self._active or len(calls) < self._repeats:
@@ -1083,9 +1112,9 @@ class NearDuplicate:
                 cursor = candidate
         if cursor is None:
             return None
-        if _says_last_page(text) or (end and _says_last_page(end)):
-            # The page said it was the last (has_more: false) and still handed out a cursor: the
-            # call pages past the end. Alone a context signal; with no_progress (its empty
+        if observation.empty and (_says_last_page(text) or (end and _says_last_page(end))):
+            # An empty page said it was the last (has_more: false) and still handed out a cursor:
+            # the call pages past the end. Alone a context signal; with no_progress (its empty
             # pages) an escalation.
             if not self._active:
                 return None
@@ -1108,8 +1137,8 @@ class NearDuplicate:
         cursors = (cursor,) if pages.cursor is None or previous.index != pages.cursor_call else (cursor, pages.cursor)
         if end:
             # A long page is read by its head and its end, cut at fixed lengths: cursors of
-            # another length shift the cuts, so each part is compared away from its cut (the
-            # part between is not compared).
+            # another length shift the cuts, so each part is compared 64 characters away from
+            # its cut (the part between is not compared).
             page = hash((_page_body(text, cursors)[:_ALIGNED_HEAD], _page_body(end, cursors)[-_ALIGNED_END:]))
         else:
             page = hash(_page_body(text, cursors))
@@ -1201,27 +1230,41 @@ _ABSENT = object()
 
 
 class _Answer:
-    """The calls of one tool that got one answer (see ``NearDuplicate._same_answer``), since
-    the run's state change count ``changes``."""
+    """The calls of one tool that got one answer (see ``NearDuplicate._same_answer``), the
+    words of their texts, and the run's state change count ``changes`` when it was first got."""
 
-    __slots__ = ("calls", "changes")
+    __slots__ = ("calls", "words", "changes")
 
-    def __init__(self, call: int, changes: int) -> None:
+    def __init__(self, call: int, words: frozenset[str], changes: int) -> None:
         self.calls = {call}
+        self.words = [words]
         self.changes = changes
 
 
-#: A relevance score in an answer ("score": 12.41, _score=0.87): it moves between searches.
-_SCORE = re.compile(r"""(score|relevance|similarity|confidence)(["']?\s*[:=]\s*)-?\d+(?:\.\d+)?""", re.IGNORECASE)
+#: A relevance score in a lowercased answer ("score": 12.41, _score=0.87, "distance": "0.21"):
+#: it moves between searches.
+_SCORE = re.compile(r"""(score|relevance|similarity|confidence|distance)(["']?\s*[:=]\s*["']?)-?\d+(?:\.\d+)?(?:e-?\d+)?""")
+_SCORE_WORDS = ("score", "relevance", "similarity", "confidence", "distance")
 
 
 def _answer_body(text: str, echoes: list[str]) -> str:
-    """An answer as two differently worded calls would share it: the call's own text
-    arguments, which replies echo, and relevance scores taken out."""
+    """An answer as two differently worded calls would share it, lowercased: the call's own
+    text arguments (lowercased), which replies echo as they are or URL-encoded, and relevance
+    scores taken out."""
+    text = text.lower()
     for echo in echoes:
         if echo in text:
             text = text.replace(echo, "\x00")
-    return _SCORE.sub(r"\1\2#", text) if "core" in text or "elevance" in text or "imilarity" in text or "onfidence" in text else text
+        encoded = quote_plus(echo)
+        if encoded != echo and encoded in text:
+            text = text.replace(encoded, "\x00")
+    return _SCORE.sub(r"\1\2#", text) if any(word in text for word in _SCORE_WORDS) else text
+
+
+def _overlap(left: frozenset[str], right: frozenset[str]) -> float:
+    """Shared words over the smaller word set (0 when either is empty)."""
+    smaller = min(len(left), len(right))
+    return len(left & right) / smaller if smaller else 0.0
 
 
 class _Pages:
@@ -1371,17 +1414,19 @@ def _new_text(value: Any, old: Any, depth: int) -> list[str]:
     return []
 
 
-#: A page that says no page follows it (has_more: false, "hasNextPage": false, "is_last_page": true).
+#: A page that says no page follows it (has_more: false, "hasNextPage": false, "is_last_page":
+#: true, Jira's "isLast": true, Salesforce's "done": true), in lowercased text.
 _LAST_PAGE = re.compile(
-    r"""["']?(?:has_?more|has_?next(?:_?page)?|more_?(?:results|pages|available)|more|next_?page_?exists)["']?\s*[:=]\s*(?:false|False|0)\b"""
-    r"""|["']?(?:is_?)?last_?page["']?\s*[:=]\s*(?:true|True)\b""",
-    re.IGNORECASE,
+    r"""(?:has_?more|has_?next(?:_?page)?|more_?(?:results|pages|available)|more|next_?page_?exists)["']?\s*[:=]\s*(?:false|0)\b"""
+    r"""|(?:is_?last(?:_?page)?|last_?page|done)["']?\s*[:=]\s*true\b"""
 )
 
 
 def _says_last_page(text: str) -> bool:
-    """Whether a page says that no page follows it (read only for a page whose cursor was followed)."""
-    return _LAST_PAGE.search(text) is not None
+    """Whether an empty page says that no page follows it (read only for an empty page whose
+    cursor was followed)."""
+    lowered = text.lower()
+    return ("false" in lowered or "true" in lowered or ": 0" in lowered) and _LAST_PAGE.search(lowered) is not None
 
 
 def _could_be_cursor(text: str) -> bool:
