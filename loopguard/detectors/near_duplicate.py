@@ -1116,15 +1116,7 @@ class NearDuplicate:
             # An empty page said it was the last (has_more: false) and still handed out a cursor:
             # the call pages past the end. Alone a context signal; with no_progress (its empty
             # pages) an escalation.
-            if not self._active:
-                return None
-            return Signal(
-                self.name,
-                "pagination",
-                self._pagination_score,
-                f"{tool} follows the cursor of a page that said it was the last",
-                {"call": record.index, "cursor": cursor[:40]},
-            )
+            return self._cursor_signal(record, cursor, "a page that said it was the last")
         if observation.empty:
             return None  # (an event stream polled with since-tokens follows cursors from empty answers too)
         pages = self._pages.get(tool)
@@ -1150,16 +1142,16 @@ class NearDuplicate:
         if not wrapped:
             return None
         record.repeats_known = True  # the cursor leads where it led before
-        if not self._active:
-            return None
         # Only a wrapped cursor is reported: following a value from the previous output is also
         # how agents follow references, and that must not escalate with other calls' no_progress.
+        return self._cursor_signal(record, cursor, "a page it had read before")
+
+    def _cursor_signal(self, record: CallRecord, cursor: str, page: str) -> Signal | None:
+        """The pagination context signal for a call that follows the cursor of ``page``."""
+        if not self._active:
+            return None
         return Signal(
-            self.name,
-            "pagination",
-            self._pagination_score,
-            f"{tool} follows the cursor of a page it had read before",
-            {"call": record.index, "cursor": cursor[:40]},
+            self.name, "pagination", self._pagination_score, f"{record.tool} follows the cursor of {page}", {"call": record.index, "cursor": cursor[:40]}
         )
 
     def news(self) -> None:
