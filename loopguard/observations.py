@@ -63,7 +63,7 @@ _TIME_LEFT_WORDS = frozenset({"remaining", "left", "eta", "until", "estimated", 
 
 
 @lru_cache(maxsize=512)
-def _names_duration(word: str) -> bool:
+def names_duration(word: str) -> bool:
     """Whether the word before a number ("took", a field name such as "elapsed_ms") says the
     number is a time taken: timing jitter, not news."""
     if word in _DURATION_WORDS:
@@ -85,10 +85,10 @@ def _volatile_token(token: str, previous: str) -> str:
     if core.isdigit():
         if previous.strip(_PUNCTUATION) in _COUNTER_WORDS:
             return token.replace(core, "<counter>")
-        if _names_duration(previous.strip(_PUNCTUATION)):
+        if names_duration(previous.strip(_PUNCTUATION)):
             return token.replace(core, "<duration>")  # "took 38", "elapsed_ms": 38
         return token.replace(core, "<n>") if len(core) >= 6 else token
-    if core[0].isdigit() and core.count(".") == 1 and core.replace(".", "").isdigit() and _names_duration(previous.strip(_PUNCTUATION)):
+    if core[0].isdigit() and core.count(".") == 1 and core.replace(".", "").isdigit() and names_duration(previous.strip(_PUNCTUATION)):
         return token.replace(core, "<duration>")  # "total_time_taken": 0.31
     if _DURATION.fullmatch(core) is not None:
         return token.replace(core, "<duration>")  # "in 0.21s", "38ms": timing jitter, not news

@@ -250,6 +250,8 @@ def test_review_cases(policy) -> None:
         "kb-rewordings-echo-lowercased": "ok",
         "kb-rewordings-vector-distance": "ok",
         "kb-rewordings-url-encoded-echo": "ok",
+        "kb-rewordings-with-took": "ok",
+        "kb-rewordings-with-request-ids": "ok",
         "jira-islast-cursor-past-end": "ok",
         "salesforce-done-cursor-past-end": "ok",
     }

@@ -37,6 +37,19 @@ def test_reworded_searches_that_keep_finding_the_same_articles_are_a_replan(poli
     assert message == "kb_search got the same answer to 3 differently worded calls"
 
 
+def test_the_same_answer_is_read_without_response_stamps_and_other_digits_are_data(policy, tmp_path: Path) -> None:
+    def answer(query: str, index: int, total: int) -> str:
+        return json.dumps({"took": 30 + index, "request_id": f"req_{index}f3a9c", "query": query, "total": total, "results": [{"id": "KB-1182", "title": "Two-factor authentication for SSO users"}]})
+
+    queries = ["reset 2FA for SSO user", "reset two-factor for an SSO user", "SSO user 2FA reset steps"]
+    stamped = [step("kb_search", {"query": query}, answer(query, index, 1)) for index, query in enumerate(queries)]
+    assert first(replay(policy, tmp_path, stamped)) == (2, "replan")
+    # The same report for other months: its sums are the answer, not stamps.
+    monthly = [step("run_sql", {"query": f"SELECT region, sum(amount) FROM orders WHERE month = '2023-0{month}' GROUP BY region"}, f"region | sum\nAPAC | {42113000 + month * 913000}\nEMEA | {833400 + month * 21400}\nLATAM | {1323100 + month * 33100}\nNA | {2258700 + month * 48700}\n(4 rows)") for month in range(1, 5)]
+    assert len(monthly[0]["output"]) >= 80
+    assert first(replay(policy, tmp_path, monthly)) is None
+
+
 def test_the_same_answer_to_calls_that_differ_in_more_than_wording_is_fan_out(policy, tmp_path: Path) -> None:
     # Suites of one building geocode to one point; a different limit is another call.
     point = json.dumps({"status": "OK", "results": [{"formatted_address": "233 S Wacker Dr, Chicago, IL 60606, USA", "location": {"lat": 41.878876, "lng": -87.635915}}]})
@@ -168,3 +181,12 @@ def test_scratchpad_tools_are_thinking_and_do_not_break_a_monologue(policy, tmp_
     report = replay(policy, tmp_path, steps)
     assert first(report) == (4, "replan")
     assert signals_at(report, 4) >= {"near_duplicate/reworded_message"}
+
+
+def test_the_same_thought_again_and_again_is_stuck_and_a_thought_had_twice_is_not(policy, tmp_path: Path) -> None:
+    thought = step("think", {"thought": "I should run the tests next to see what fails."}, "")
+    report = replay(policy, tmp_path, [step("read_file", {"path": "README.md"}, "Run make test to run the tests.")] + [thought] * 4)
+    assert first(report) == (3, "stop")
+    assert signals_at(report, 3) == {"repeat/identical_call", "no_progress/repeated_thought"}
+    waiting = [thought, step("get_messages", {"channel": "C1"}, "[]"), thought, step("get_messages", {"channel": "C1"}, '[{"text": "go ahead"}]')]
+    assert first(replay(policy, tmp_path, waiting)) is None

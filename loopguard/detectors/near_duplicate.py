@@ -46,7 +46,7 @@ from urllib.parse import parse_qsl, quote_plus, urlsplit
 
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
-from ..observations import END_KEPT, MAX_COMPARED, Observation
+from ..observations import END_KEPT, MAX_COMPARED, Observation, names_duration
 from ..signature import is_digest_placeholder
 from ..tool_names import COMMAND_ARGUMENT_NAMES, NAME_LIMIT, split_name
 from .base import BoundedMap, CallRecord, RunMemory, describe, resources
@@ -1006,11 +1006,18 @@ class NearDuplicate:
             return None  # other commands are other questions (a config read on each host)
         arguments = record.signature.arguments
         echoes = [arguments[key].lower() for key in text_keys if type(arguments.get(key)) is str and len(arguments[key]) >= 8]
-        digest = hash((shape.structure, _answer_body(observation.text, echoes), _answer_body(observation.end, echoes)))
+        body = _answer_body(observation.text, echoes)
+        if observation.end:
+            body = f"{body}\x01{_answer_body(observation.end, echoes)}"
+        # Answers are found by their skeleton (no digits, hex letters or spaces) and told apart,
+        # when skeletons meet, by their text without the fields that stamp a response (request
+        # ids, timings): other digits are data (another month's sums, another address's
+        # coordinates). The field scan runs only for answers that look alike.
+        digest = hash((shape.structure, _skeleton(body)))
         answer = self._answers.get(digest)
         key = record.signature.key
         if answer is None or answer.changes != self._changes:
-            self._answers.put(digest, _Answer(key, shape.words, self._changes))
+            self._answers.put(digest, _Answer(key, shape.words, self._changes, body))
             return None
         calls = answer.calls
         if key in calls:
@@ -1019,6 +1026,11 @@ class NearDuplicate:
         # acknowledgement do not.
         if not any(_overlap(words, shape.words) >= ANSWER_OVERLAP for words in answer.words):
             return None
+        if body != answer.body:
+            if answer.unstamped is None:
+                answer.unstamped = _without_response_stamps(answer.body)
+            if _without_response_stamps(body) != answer.unstamped:
+                return None  # another answer that looks alike (other prices, other counts)
         if len(calls) < ANSWERS_COUNTED:
             calls.add(key)
             answer.words.append(shape.words)
@@ -1225,18 +1237,43 @@ class _Answer:
     """The calls of one tool that got one answer (see ``NearDuplicate._same_answer``), the
     words of their texts, and the run's state change count ``changes`` when it was first got."""
 
-    __slots__ = ("calls", "words", "changes")
+    __slots__ = ("calls", "words", "changes", "body", "unstamped")
 
-    def __init__(self, call: int, words: frozenset[str], changes: int) -> None:
+    def __init__(self, call: int, words: frozenset[str], changes: int, body: str) -> None:
         self.calls = {call}
         self.words = [words]
         self.changes = changes
+        self.body = body  # the first answer as _answer_body reads it
+        self.unstamped: str | None = None  # the body without response stamps, once another answer looks alike
 
 
 #: A relevance score in a lowercased answer ("score": 12.41, _score=0.87, "distance": "0.21"):
-#: it moves between searches.
-_SCORE = re.compile(r"""(score|relevance|similarity|confidence|distance)(["']?\s*[:=]\s*["']?)-?\d+(?:\.\d+)?(?:e-?\d+)?""")
-_SCORE_WORDS = ("score", "relevance", "similarity", "confidence", "distance")
+#: it moves between searches. One pattern per word, each with a literal start (fast to find).
+_SCORES = tuple(
+    (word, re.compile(word + r"""["']?\s*[:=]\s*["']?-?\d+(?:\.\d+)?(?:e-?\d+)?"""))
+    for word in ("score", "relevance", "similarity", "confidence", "distance")
+)
+# What a skeleton leaves out of a text: digits, the letters a-f and whitespace (as observations do).
+_SKELETON_DELETE = b"0123456789abcdef \t\n\r\x0b\x0c"
+
+
+# A quoted "key": value field of a lowercased JSON answer (string or number value).
+_ANSWER_FIELD = re.compile(r"""(["'])([a-z_][\w.-]{0,60})\1\s*:\s*(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|-?\d+(?:\.\d+)?)""")
+
+
+def _without_response_stamps(body: str) -> str:
+    """An answer without the fields that stamp the response rather than answer: request and
+    trace ids (``request_id``, ``requestId``), and times taken (``took``, ``elapsed_ms``)."""
+    return _ANSWER_FIELD.sub(_unless_stamp, body)
+
+
+def _unless_stamp(field: re.Match[str]) -> str:
+    key = field[2]
+    return "" if _is_stamp(key) or names_duration(key) else field[0]
+
+
+def _skeleton(text: str) -> int:
+    return hash(text.encode("utf-8", "surrogatepass").translate(None, _SKELETON_DELETE))
 
 
 def _answer_body(text: str, echoes: list[str]) -> str:
@@ -1250,7 +1287,10 @@ def _answer_body(text: str, echoes: list[str]) -> str:
         encoded = quote_plus(echo)
         if encoded != echo and encoded in text:
             text = text.replace(encoded, "\x00")
-    return _SCORE.sub(r"\1\2#", text) if any(word in text for word in _SCORE_WORDS) else text
+    for word, score in _SCORES:
+        if word in text:
+            text = score.sub(word, text)  # (a constant replacement: no template to expand per match)
+    return text
 
 
 def _overlap(left: frozenset[str], right: frozenset[str]) -> float:

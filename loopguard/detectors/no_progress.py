@@ -39,6 +39,7 @@ _WHAT = {
     "same_output": "returned what it had returned before",
     "reread": "re-read a range or a page already read",
     "same_answer": "gave the answer a differently worded call got",
+    "repeated_thought": "was given a thought it had been given before",
     "reworded_message": "said again what it had said before",
 }
 
@@ -157,6 +158,7 @@ class NoProgress:
     def __init__(self, config: NoProgressDetector) -> None:
         self._seen: BoundedMap[str, _ToolOutputs] = BoundedMap(_TOOLS_REMEMBERED)
         self._last_handoff: tuple[int, int] | None = None  # (signature key, call index) of the latest handoff
+        self._last_thought: tuple[int, int] | None = None  # (signature key, call index) of the latest scratchpad call
         # Stale results in a row of each group of calls that are one call: a paging sequence
         # (near_duplicate's record.sequence), or calls alike but for a request identity
         # (SignatureStats.same_call). Each is a call of its own, yet together they keep one streak.
@@ -201,6 +203,16 @@ class NoProgress:
             evidence={"call": record.index, "stale_results": stats.stale_results},
         )
 
+    def _repeated_thought(self, record: CallRecord, memory: RunMemory) -> Signal | None:
+        """A scratchpad call that writes again the thought the call before it wrote: stale, in the
+        run's streak."""
+        record.stale = True
+        memory.stale_streak += 1
+        if not self._active or memory.stale_streak < self.patience:
+            return None
+        message = f"{record.tool} {_WHAT['repeated_thought']}; the last {memory.stale_streak} results brought nothing new"
+        return Signal(self.name, "repeated_thought", self.config.weight, message, {"call": record.index, "stale_results": memory.stale_streak})
+
     def result(self, record: CallRecord, memory: RunMemory, environment: bool = True) -> tuple[Signal | None, bool]:
         """Update the run memory with this result; return the signal (if active) and whether it was stale.
 
@@ -210,9 +222,17 @@ class NoProgress:
         """
         observation = record.observation
         assert observation is not None
-        if record.tool_kind in _NO_NEWS:
-            return None, False  # a scratchpad or a pause brings no information from the world, and takes none away
         stats = record.stats
+        if record.tool_kind in _NO_NEWS:
+            # A scratchpad or a pause brings no information from the world, and takes none away;
+            # but the thought the agent just wrote, written again with no other call between,
+            # is nothing new either (between checks on what it waits for, it is how it waits).
+            if record.tool_kind == "wait":
+                return None, False
+            thought, self._last_thought = self._last_thought, (record.signature.key, record.index)
+            if thought != (record.signature.key, record.index - 1):
+                return None, False
+            return self._repeated_thought(record, memory), True
         tool = record.signature.tool
         seen = self._seen.get(tool)
         if seen is None:
