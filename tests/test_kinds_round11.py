@@ -139,7 +139,10 @@ def test_commands_are_the_same_target_by_their_program_paths_and_option_values()
     copy = "aws s3 cp ./out/report.parquet s3://finops/2024/06/"
     assert same_target({"command": copy}, {"command": copy + " --region eu-west-1"})  # an option added
     assert same_target({"command": copy + " --region eu-west-1"}, {"command": copy + " --no-progress --sse AES256"})  # options swapped
-    assert same_target({"command": "grep -rn 'refused' logs/"}, {"command": "grep -rni 'refused' logs/"})  # a flag changed
+    assert same_target({"command": "curl -s https://x.test/a"}, {"command": "curl -sS https://x.test/a --no-progress-meter"})  # flags for the printout
+    # A flag that changes what the command does is a real change: it may be the fix.
+    assert not same_target({"command": "grep -rn 'refused' logs/"}, {"command": "grep -rni 'refused' logs/"})
+    assert not same_target({"command": "mkdir build/out"}, {"command": "mkdir -p build/out"})
     assert same_target({"command": copy}, {"command": "AWS_DEFAULT_REGION=eu-west-1 " + copy})  # an environment assignment
     # Another identity added is a real change: it may fix a 403.
     assert not same_target({"command": copy}, {"command": "AWS_PROFILE=ops " + copy})

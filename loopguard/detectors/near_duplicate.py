@@ -630,8 +630,11 @@ def same_target(before: Any, after: Any) -> bool:
     trailing slash, a timestamp or a request identity. Any other changed value (an id, a
     name, a host, a date, a URL's path or fragment) is another target: fan-out."""
     left, right = _target_fields(before), _target_fields(after)
-    if left.keys() != right.keys() and any(_names_credentials(path) for path in left.keys() ^ right.keys()):
-        return False  # another identity added or dropped (--context prod-admin, an Authorization header)
+    if left.keys() != right.keys() and any(
+        _names_credentials(path) or _short_option(path) or left.get(path) is _REAL_FLAG or right.get(path) is _REAL_FLAG
+        for path in left.keys() ^ right.keys()
+    ):
+        return False  # another identity or a flag that changes what a command does, added or dropped
     for path, value in left.items():
         other = right.get(path, _ABSENT)
         if other is _ABSENT or other == value or _cosmetic_path(path):
@@ -728,6 +731,30 @@ def _add_fields(value: Any, path: tuple[str, ...], depth: int, fields: dict[tupl
 _DECIMAL = re.compile(r"-?\d{1,15}(?:\.\d{1,15}|,\d{1,2})")
 
 
+#: A command flag that changes what the command does (see _add_command_fields).
+_REAL_FLAG = "<flag>"
+#: Words of flags that only change what a command prints (--verbose, --no-progress,
+#: --only-show-errors, --no-color), and the letters of single-dash clusters that do (-v, -q, -sS).
+_PRINT_FLAG_WORDS = frozenset(
+    "v vv vvv verbose verbosity q quiet silent s no progress meter bar color colour colors only show errors pretty debug".split()
+)
+_PRINT_FLAG_LETTERS = frozenset("vqsS")
+
+
+def _short_option(path: tuple[str, ...]) -> bool:
+    """A command's single-letter option (``-p``, ``-n prod``): whether it takes the word after
+    it cannot be told (``mkdir -p a/b``), so adding or dropping one is a real change."""
+    name = path[-1] if path else ""
+    return len(name) == 2 and name[0] == "-" and name[1] not in _PRINT_FLAG_LETTERS
+
+
+def _prints_only(flag: str) -> bool:
+    """Whether a command flag only changes what is printed (``-v``, ``-sS``, ``--no-progress``)."""
+    if flag[:2] != "--" and len(flag) > 2:
+        return _PRINT_FLAG_LETTERS.issuperset(flag[1:])
+    return _PRINT_FLAG_WORDS.issuperset(split_name(flag.lstrip("-")))
+
+
 def _names_version(path: tuple[str, ...]) -> bool:
     return bool(path) and "version" in path[-1]
 
@@ -759,7 +786,10 @@ def _add_command_fields(command: str, path: tuple[str, ...], fields: dict[tuple[
     words = []
     for token in rest:
         if token[:1] == "-" and not token[1:2].isdigit():
-            fields[path + ("-" + token.lstrip("-").lower(),)] = True  # a flag: as an option, cosmetic
+            name = token.lstrip("-").lower()
+            # A flag that only changes what is printed is cosmetic; another (mkdir -p, grep -i,
+            # --force) changes what the command does.
+            fields[path + ("-" + name,)] = True if _prints_only(token) else _REAL_FLAG
         else:
             words.append(token)
     fields[path] = frozenset(_WORD.findall(_INNER_DASH.sub("", " ".join(words).lower())))
