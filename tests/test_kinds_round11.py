@@ -193,3 +193,18 @@ def test_the_same_thought_again_and_again_is_stuck_and_a_thought_had_twice_is_no
     assert signals_at(report, 3) == {"repeat/identical_call", "no_progress/repeated_thought"}
     waiting = [thought, step("get_messages", {"channel": "C1"}, "[]"), thought, step("get_messages", {"channel": "C1"}, '[{"text": "go ahead"}]')]
     assert first(replay(policy, tmp_path, waiting)) is None
+
+
+def test_a_test_that_fails_the_same_way_while_each_fix_is_new_is_an_edit_test_loop(policy, tmp_path: Path) -> None:
+    failing = "FAILED tests/test_orders.py::test_unique_order_ids - AssertionError: 14 duplicate order ids\n1 failed, 22 passed\n[exit code 1]"
+    run = step("bash", {"command": "pytest -q tests/test_orders.py"}, failing, error=True)
+    edits = [step("edit_file", {"path": "orders.py", "old": f"line {number}", "new": f"fix {number}"}, "edited 1 hunk") for number in range(3)]
+    passing = step("bash", {"command": "pytest -q tests/test_orders.py"}, "23 passed\n[exit code 0]")
+    steps = [run, edits[0], run, edits[1], run, edits[2], passing]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) is None  # each failure after a fix not tried before is forgiven
+    # The same "fix" again is no new change: made a second time after the same failure, it stops.
+    same_edit = [run, edits[0], run, edits[0], run, edits[0], run]
+    report = replay(policy, tmp_path, same_edit)
+    assert first(report) == (3, "stop")
+    assert "failure/repeated_failure" in signals_at(report, 3)

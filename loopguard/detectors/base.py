@@ -121,7 +121,8 @@ class SignatureStats:
         identical_pending: consecutive identical pending observations.
         polling: the latest result repeated a pending state within the poll patience.
         failures: error shape -> identical failures in a row (``None`` until the first failure).
-        novel_at_failure: error shape -> the run's novel-result count at its last failure.
+        novel_at_failure: error shape -> the run's novel-result and new-change counts at its
+            last failure.
         arguments_shape: what near_duplicate read from the arguments (``None`` until it has
             read them; they never change for one signature, so repeated calls are read once).
         description: the call as messages show it (see :func:`describe`; ``None`` until needed).
@@ -193,10 +194,14 @@ class RunMemory:
     # change that names no resource (it may have touched anything) came.
     changed_resources: BoundedMap[str, int] = field(default_factory=lambda: BoundedMap(256))
     changed_anything: int = 0
+    new_changes: int = 0  # state changes by calls made for the first time (an edit not tried before)
 
     def note_change(self, record: CallRecord) -> None:
-        """The call changed state: count it, against what it names."""
+        """The call changed state: count it, against what it names (its result is not yet
+        counted in its signature's stats)."""
         self.state_changes += 1
+        if not record.stats.results:
+            self.new_changes += 1
         names = resources(record)
         if not names:
             self.changed_anything = self.state_changes

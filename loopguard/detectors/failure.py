@@ -35,6 +35,10 @@ from .near_duplicate import same_target
 
 _SHAPES_PER_SIGNATURE = 8
 _TOOLS_REMEMBERED = 256
+#: Identical deterministic failures beyond ``attempts`` still forgiven while, between each two,
+#: the agent changes something it had not tried before (an edit-test loop: the test fails the
+#: same way while the agent tries one fix after another).
+FORGIVEN_AFTER_NEW_CHANGES = 2
 _WARNING_SCORE = 0.5
 
 
@@ -70,7 +74,7 @@ class Failure:
         if stats.last_failure is None or not stats.failures:
             return self._tool_retry(record) if self._tool_failures else None
         count = max(stats.failures.values())
-        if stats.last_failure == DETERMINISTIC and count <= self.config.attempts and record.tool_kind != "write" and _news_since_failure(stats, memory):
+        if stats.last_failure == DETERMINISTIC and record.tool_kind != "write" and _forgiven(stats, memory, count, self.config.attempts):
             return None  # something changed since it failed (an edit, new data): one more try may work
         if record.tool_kind == "write" and stats.last_failure != RETRYABLE:
             # An identical write after a failure escalates faster: it may have half-applied.
@@ -116,8 +120,8 @@ class Failure:
         if shape not in failures and len(failures) >= _SHAPES_PER_SIGNATURE:
             failures.pop(next(iter(failures)))
         failures[shape] = count
-        novel_then = novel_at_failure.get(shape)
-        novel_at_failure[shape] = memory.novel_results
+        then = novel_at_failure.get(shape)
+        novel_at_failure[shape] = (memory.novel_results, memory.new_changes)
         if not self.config.enabled:
             return None
         failure_class = observation.failure_class or "deterministic"
@@ -144,9 +148,14 @@ class Failure:
         else:
             message = f"{describe(record)} failed {count} times with the same {failure_class} error: {_excerpt(observation.text)}"
         evidence = {"call": record.index, "failures": count, "class": failure_class}
-        if failure_class == "deterministic" and count <= self.config.attempts and novel_then is not None and memory.novel_results > novel_then:
-            # Something new happened between the failures: one more chance to show progress (once:
-            # the same failure again after another change shows the changes do not help).
+        if failure_class == "deterministic" and then is not None and memory.novel_results > then[0] and (
+            count <= self.config.attempts or (count <= self.config.attempts + FORGIVEN_AFTER_NEW_CHANGES and memory.new_changes > then[1])
+        ):
+            # Something new happened between the failures: one more chance to show progress. Once
+            # for news alone (the same failure after another change of the same kind shows the
+            # changes do not help: a condense that never gets under the limit); while each time
+            # the agent changes something it had not tried, up to FORGIVEN_AFTER_NEW_CHANGES more
+            # (an edit-test loop trying one fix after another).
             self._armed_after = record.index
             self._armed_message = message
             return Signal(self.name, "repeated_failure_after_change", min(score, _WARNING_SCORE), message, evidence)
@@ -196,13 +205,18 @@ class Failure:
         )
 
 
-def _news_since_failure(stats: SignatureStats, memory: RunMemory) -> bool:
-    """Whether a result brought new information since the call's latest failure."""
+def _forgiven(stats: SignatureStats, memory: RunMemory, count: int, attempts: int) -> bool:
+    """Whether a call that failed ``count`` times the same way may run again: a result brought
+    new information since its latest failure and it failed at most ``attempts`` times, or also
+    a change not tried before came since, and it failed at most FORGIVEN_AFTER_NEW_CHANGES
+    times more."""
     last = stats.last
     if last is None or not last.error or stats.novel_at_failure is None:
         return False
-    novel_then = stats.novel_at_failure.get(last.shape)
-    return novel_then is not None and memory.novel_results > novel_then
+    then = stats.novel_at_failure.get(last.shape)
+    if then is None or memory.novel_results <= then[0]:
+        return False
+    return count <= attempts or (count <= attempts + FORGIVEN_AFTER_NEW_CHANGES and memory.new_changes > then[1])
 
 
 def _excerpt(text: str, limit: int = 100) -> str:

@@ -278,6 +278,11 @@ class NoProgress:
             kind = "same_failure"
             stats.identical_pending = 0
             own_stale = last is not None and last.error and last.shape == observation.shape
+            if own_stale and stats.novel_at_failure:
+                # The same failure after a change not tried before (a test run after another fix)
+                # is that change's outcome, not the call stuck (see failure.FORGIVEN_AFTER_NEW_CHANGES).
+                then = stats.novel_at_failure.get(observation.shape)
+                own_stale = then is None or memory.new_changes <= then[1]
         # A pending state in the reply of a call named for a change ("update_ticket" setting
         # "pending", a handoff "accepted", a job "submitted") is that call's own outcome, not a
         # state to wait on: the same call again is the change made again, not a poll.
