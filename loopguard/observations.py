@@ -660,6 +660,9 @@ def _classify_head(head: str) -> str:
 _SKELETON_DELETE = b"0123456789abcdef" + bytes(code for code in range(128) if chr(code).isspace())
 
 
+_MIDDLE_BLOCK, _MIDDLE_MARGIN = 512, 64
+
+
 class Observation:
     """One tool output, read once; the normalised fingerprint is computed on demand.
 
@@ -674,9 +677,12 @@ class Observation:
         error: the call failed (flagged by the tool or inferred from the output).
         failure_class: ``permanent``, ``retryable`` or ``deterministic`` for failures, else ``None``.
         shape: for failures, the digest of the normalised text with all numbers removed.
+        middle: for a longer output, a digest of the part between its head and its end, in
+            whole blocks of 512 characters that stop at least 64 characters before the end
+            (so that outputs alike but for a few characters near their end share it), else 0.
     """
 
-    __slots__ = ("text", "end", "exact", "skeleton", "empty", "error", "failure_class", "shape", "_tail", "_fingerprint")
+    __slots__ = ("text", "end", "exact", "skeleton", "empty", "error", "failure_class", "shape", "middle", "_tail", "_fingerprint")
 
     def __init__(self, text: str, error: bool, failure_class: str | None, lowered: str | None = None, request: Any = None) -> None:
         """``lowered`` is ``text[:MAX_COMPARED].lower()`` when the caller has it already;
@@ -686,8 +692,12 @@ class Observation:
             self._tail = hash(text[MAX_COMPARED:])
             self.end = text[-END_KEPT:]
             self.text = text[:MAX_COMPARED]
+            # The part between head and end in whole blocks, well short of the end: two pages
+            # alike but for a few characters near their end (an offset, a cursor) share it.
+            blocks = (len(text) - MAX_COMPARED - END_KEPT - _MIDDLE_MARGIN) // _MIDDLE_BLOCK
+            self.middle = hash(text[MAX_COMPARED : MAX_COMPARED + blocks * _MIDDLE_BLOCK]) if blocks > 0 else 0
         else:
-            self._tail, self.end, self.text = None, "", text
+            self._tail, self.end, self.text, self.middle = None, "", text, 0
         if lowered is None:
             lowered = self.text.lower()
         ascii_text = lowered.isascii()

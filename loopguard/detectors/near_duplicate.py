@@ -1091,13 +1091,19 @@ class NearDuplicate:
             pages.values = resources(record) if shape.range_keys else None
             # The fields that say where a page is are found on the first page, once: the
             # sequence's later pages are read for the same fields only.
-            pages.positions = _position_fields(text)
+            pages.positions = _position_fields(f"{text}\n{observation.end}" if observation.end else text)
             self._range_pages.put(record.sequence, pages)
         positions = pages.positions
-        if positions is None:
+        if positions is None and not observation.end:
             page = observation.exact
-        else:  # (a longer page: its head and its end without positions, and a digest of the rest)
-            page = hash((_without_fields(positions, text), _without_fields(positions, observation.end), observation.rest))
+        else:
+            # Without positions and the response's own stamps (request ids); a longer page by its
+            # head, its end and its middle (see Observation.middle).
+            positions = positions or ()
+            head, end = _page_body(_without_fields(positions, text), ()), _page_body(_without_fields(positions, observation.end), ())
+            if observation.end:  # (compared away from their fixed-length cuts: see _follows_cursor)
+                head, end = head[:_ALIGNED_HEAD], end[-_ALIGNED_END:]
+            page = hash((head, end, observation.middle))
         if pages.known(page):
             record.repeats_known = True  # a new range, a page already read: the offsets wrapped
 
@@ -1361,7 +1367,7 @@ class _Pages:
 _QUOTED_FIELD = re.compile(r"""(?:,[ \t]*)?(["'])([A-Za-z_][\w-]{0,60})\1\s*:\s*(["'])([^"'\n]{0,200})\3""")
 #: A response's own stamps, by the words of their names: RequestId, request_id,
 #: x-amzn-requestid, HostId, trace_id (an item's "host" or "id" stays).
-_STAMP_OWNERS = frozenset({"request", "host", "trace", "correlation", "span"})
+_STAMP_OWNERS = frozenset({"request", "host", "trace", "correlation", "span", "search", "response", "query"})
 
 
 def _is_stamp(key: str) -> bool:
