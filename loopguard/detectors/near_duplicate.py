@@ -543,14 +543,16 @@ _IDENTITY_NAMES = frozenset(
         (), ("idempotency",), ("idempotency", "key"), ("idempotency", "token"), ("idempotencykey",), ("request", "id"),
         ("requestid",), ("request", "uuid"), ("nonce",), ("trace", "id"), ("traceid",), ("span", "id"),
         ("correlation", "id"), ("correlationid",), ("cache", "buster"), ("cachebuster",), ("cache", "bust"), ("cb",),
-        ("order", "id"), ("request", "token"),
+        ("order", "id"), ("request", "token"), ("request", "nonce"), ("ref",), ("reference",),
     }
 )
+#: Names that are a request's identity only as the client's own: "client_order_id", "client_ref".
+_CLIENT_IDENTITY_NAMES = frozenset({("order", "id"), ("ref",), ("reference",)})
 
 
 def _is_identity(key: Any) -> bool:
     """A key that holds a request's own identity (``idempotency_key``, ``X-Request-ID``,
-    ``client_request_id``, ``client_order_id``, ``nonce``, ``_``), not what is asked for
+    ``client_request_id``, ``client_order_id``, ``client_ref``, ``nonce``, ``_``), not what is asked for
     (``leave_request_id``, ``pullRequestId``, ``client_id``, ``uuid``, ``timestamp``)."""
     identity = _IDENTITY_KEYS.get(key)
     if identity is None:
@@ -560,8 +562,8 @@ def _is_identity(key: Any) -> bool:
         client = words[:1] == ("client",)
         if words[:1] in (("x",), ("client",)):
             words = words[1:]
-        # (An order id is an identity only as the client's own: "client_order_id".)
-        identity = _IDENTITY_KEYS[key] = words in _IDENTITY_NAMES and (words != ("order", "id") or client) and (words != () or str(key).strip() != "")
+        # (An order id or a reference is an identity only as the client's own: "client_order_id".)
+        identity = _IDENTITY_KEYS[key] = words in _IDENTITY_NAMES and (words not in _CLIENT_IDENTITY_NAMES or client) and (words != () or str(key).strip() != "")
     return identity
 
 
@@ -1297,10 +1299,19 @@ _SKELETON_DELETE = b"0123456789abcdef \t\n\r\x0b\x0c"
 _ANSWER_FIELD = re.compile(r"""(["'])([a-z_][\w.-]{0,60})\1\s*:\s*(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|-?\d+(?:\.\d+)?)""")
 
 
+# Generated values in a lowercased answer: timestamps, UUIDs and hex ids of 12 or more
+# characters with letters and digits (a search's own id). Plain numbers stay: they are data.
+_GENERATED = re.compile(
+    r"\d{4}-\d\d-\d\d[t ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:z|[+-]\d\d:?\d\d| utc)?"
+    r"|\b(?=[0-9a-f-]*\d)(?=[0-9a-f-]*[a-f])[0-9a-f]{8}(?:-?[0-9a-f]{4,}){1,4}\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b"
+)
+
+
 def _without_response_stamps(body: str) -> str:
-    """An answer without the fields that stamp the response rather than answer: request and
-    trace ids (``request_id``, ``requestId``), and times taken (``took``, ``elapsed_ms``)."""
-    return _ANSWER_FIELD.sub(_unless_stamp, body)
+    """An answer without what stamps the response rather than answers: fields naming request
+    and trace ids (``request_id``, ``requestId``, ``search_id``) or times taken (``took``,
+    ``elapsed_ms``), timestamps, UUIDs and long hex ids."""
+    return _GENERATED.sub("<generated>", _ANSWER_FIELD.sub(_unless_stamp, body))
 
 
 def _unless_stamp(field: re.Match[str]) -> str:
