@@ -111,8 +111,6 @@ BLIND_EXCEPTIONS = {
     # A 403 retried with another value-input option and the range written three ways
     # (Sheet1!A1:F4, 'Sheet1'!A1:F4, A1:F4): read as writes of other things.
     "b10s-sheets-403-range-variants": "missed",
-    # A paraphrased monologue, read one step after the window.
-    "b10s-monologue-reconcile-announced": "late",
     # Round 9 (adversarial: healthy runs that look like round 8's kinds, and variations of them):
     # Page numbers past the last that the API answers with earlier pages, with a map and an
     # "unchanged" upsert between: caught at the third wrapped page.
@@ -139,8 +137,6 @@ BLIND_EXCEPTIONS = {
     # The second identical pull failure after a stash and pop that changed nothing, with the
     # stash answering what it answered before: a replan one step before the window.
     "b8s-git-pull-stash-pop-cycle": "premature",
-    # Paraphrases of one plan share few words: the monologue is read at its sixth message.
-    "b8s-monologue-planner-restates": "late",
     # Different wordings of one question, each with zero hits: only a warning (a search that
     # rewords its query after empty answers is also how healthy searching goes on).
     "b8s-kb-reworded-zero-hits": "missed",

@@ -838,11 +838,17 @@ def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
 MESSAGE_WORDS = 5
 #: Word-set overlap with an earlier message that, after ``repeats`` messages in a row with no
 #: tool call, counts as saying the same thing again.
-MONOLOGUE_OVERLAP = 0.25
+MONOLOGUE_OVERLAP = 0.4
 _MESSAGE_WORD = re.compile(r"\w+")
 # Every ASCII byte that is not a letter, a digit or "_" becomes a space.
 _ASCII_SEPARATORS = bytes(code if chr(code).isalnum() or code == ord("_") else ord(" ") for code in range(256))
 _STOPWORDS_ASCII = frozenset(word.encode("ascii") for word in _STOPWORDS)
+
+
+def _containment(left: frozenset[Any], right: frozenset[Any]) -> float:
+    """Shared words over the smaller word set (0 when either is empty)."""
+    smaller = min(len(left), len(right))
+    return len(left & right) / smaller if smaller else 0.0
 
 
 def _message_words(text: str) -> frozenset[str] | frozenset[bytes]:
@@ -979,8 +985,11 @@ class NearDuplicate:
         if len(words) >= MESSAGE_WORDS:
             overlap = max((_jaccard(earlier, words) for earlier in said.words), default=0.0)
             # A message rewords an earlier one, or, deep in a monologue, says much the same thing
-            # again (paraphrases of one plan share few words; sections of a write-up share fewer).
-            rewords = overlap >= self._message_similarity or (said.in_a_row > self._repeats and overlap >= MONOLOGUE_OVERLAP)
+            # again (paraphrases of one plan share few words; sections of a write-up share fewer):
+            # then what counts is the share of the shorter message's words that the other has.
+            rewords = overlap >= self._message_similarity or (
+                said.in_a_row >= self._repeats and max((_containment(earlier, words) for earlier in said.words), default=0.0) >= MONOLOGUE_OVERLAP
+            )
         else:
             rewords = False
         said.words.append(words)
