@@ -447,7 +447,7 @@ class Session:
         if long_poll:
             record.long_poll = True
         if profile.hands_off:
-            record.handoff_target = _handoff_target(signature.arguments)
+            record.handoff_target = _handoff_target(signature.arguments) or profile.handoff_target
         return record
 
     def _before_call(self, call: ToolCall, policy: CompiledPolicy) -> Decision:

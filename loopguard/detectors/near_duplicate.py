@@ -647,10 +647,30 @@ def same_target(before: Any, after: Any) -> bool:
             return False
         if type(value) is bool and type(other) is bool:
             continue
-        if type(value) is str and type(other) is str and value.isdigit() and other.isdigit() and _names_setting(path):
-            continue
+        if type(value) is str and type(other) is str:
+            if value.isdigit() and other.isdigit() and _names_setting(path):
+                continue
+            if _same_number_other_prefix(value, other):
+                continue
         return False
     return True
+
+
+def _same_number_other_prefix(left: str, right: str) -> bool:
+    """Whether two ids (as letters and digits) are one number with a letter prefix of at most
+    two letters added or dropped: ``e004127`` and ``004127`` (an employee id written without
+    its "E-"), not ``ord1001`` and ``inv1001``."""
+    left_digits, right_digits = left.lstrip(_LETTERS), right.lstrip(_LETTERS)
+    return (
+        left_digits == right_digits
+        and len(left_digits) >= 4
+        and left_digits.isdigit()
+        and (len(left) - len(left_digits) <= 2 and len(right) - len(right_digits) <= 2)
+        and (len(left) == len(left_digits) or len(right) == len(right_digits))
+    )
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 #: Words of an argument or option that says whose identity a call runs with.

@@ -53,6 +53,19 @@ class CompiledRule:
 HANDOFF_PREFIXES = ("transfer_to", "handoff", "hand_off", "delegate_to", "route_to")
 
 
+def _target_in_name(tool: str) -> str | None:
+    """The agent a handoff-like tool name names after its prefix (``transfer_to_billing`` ->
+    ``billing``, ``handoff_to_triage`` -> ``triage``), or ``None``."""
+    lowered = tool.lower()
+    for prefix in HANDOFF_PREFIXES:
+        if lowered.startswith(prefix):
+            rest = tool[len(prefix) :].lstrip("_-. ")
+            if rest[:3].lower() in ("to_", "to-"):
+                rest = rest[3:]
+            return rest or None
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class ToolProfile:
     """Everything the policy says about one tool name, looked up once per name.
@@ -62,6 +75,8 @@ class ToolProfile:
             :func:`loopguard.tool_names.inferred_kind`).
         pending_patience: identical pending observations tolerated, if the traits set it.
         hands_off: calls hand control to another agent (``kind: handoff`` or a handoff-like name).
+        handoff_target: the agent a handoff-like name names (``transfer_to_billing_agent``:
+            ``billing_agent``), for calls whose arguments name none.
         runs_commands: the tool's name says it runs shell commands (``bash``, ``run_cmd``): a
             call whose command only sleeps is then a wait.
         long_polls: the tool's name says it waits on the server for news (``getUpdates``): a
@@ -77,6 +92,7 @@ class ToolProfile:
     budgets: tuple[tuple[str, Budget], ...]
     runs_commands: bool = False
     long_polls: bool = False
+    handoff_target: str | None = None
 
 
 class _NameTable:
@@ -206,6 +222,7 @@ class CompiledPolicy:
                 budgets=self.tool_budgets(tool),
                 runs_commands=kind == "other" and runs_command(tool, None),
                 long_polls=kind == "other" and long_polls_by_name(tool),
+                handoff_target=_target_in_name(tool),
             )
             if len(self._profiles) < 4096:
                 self._profiles[tool] = found
