@@ -609,6 +609,15 @@ def _inferred_failure(head: str, tail: str, output: Any) -> bool:
     return "xit" in tail and _EXIT_CODE.search(tail) is not None
 
 
+# A plan's allowance spent, not a rate: OpenAI's 429 insufficient_quota ("You exceeded your
+# current quota, please check your plan and billing details"), minutes or credits exhausted
+# for the billing cycle. Retrying does not help until someone pays or the period ends.
+_ALLOWANCE_SPENT = re.compile(
+    r"insufficient[ _-]?quota|exceeded your current quota|check your plan and billing"
+    r"|(?:minutes|credits|quota|balance|allowance)[ _-]?(?:are |is |have been |has been )?exhausted|upgrade (?:the|your) plan"
+)
+
+
 # A JSON reply whose own status says the call failed (not a job's state: "state": "failed").
 _FAILED_STATUS = re.compile(r'"status"\s*:\s*"(?:not[ _-]?found|error)"')
 
@@ -639,6 +648,8 @@ def _classify_head(head: str) -> str:
     head = head.lower()
     if ("context" in head or "token" in head or "prompt" in head) and _CONTEXT_OVERFLOW.search(head):
         return DETERMINISTIC  # a 400 invalid_request_error that condensing the context can cure
+    if ("quota" in head or "exhausted" in head or "plan" in head) and _ALLOWANCE_SPENT.search(head):
+        return PERMANENT  # a 429 whose allowance is spent until the billing period ends: no retry helps
     code = status_code(head)
     if code in _RETRYABLE_CODES:
         return RETRYABLE

@@ -609,6 +609,16 @@ def _without_identity(value: Any, depth: int) -> tuple[Any, bool]:
 _INNER_DASH = re.compile(r"(?<=[0-9a-z])-(?=[0-9a-z])")
 _NOT_ALPHANUMERIC = re.compile(r"[^0-9a-z]+")
 _FORMATTED_NUMBER = re.compile(r"^[\s+()\-./\d]*\d[\s+()\-./\d]*$")
+# An id written in groups: "DE89 3704 0044 0532 0130 01", "4111-1111-1111-1111", "AB12 CD34".
+_GROUPED_ID = re.compile(r"[A-Za-z0-9]{1,6}(?:[ -][A-Za-z0-9]{1,6}){2,11}")
+
+
+def _grouped_id(text: str) -> bool:
+    """Whether a text with spaces is an id written in groups (at least two groups with digits):
+    its letters and digits are the id, however it is grouped."""
+    return _GROUPED_ID.fullmatch(text) is not None and sum(any(c.isdigit() for c in group) for group in text.replace("-", " ").split()) >= 2
+
+
 _SCALARS = (str, int, float, bool, type(None))
 #: Words of keys whose numbers are settings of a request, not what it asks for: a new number
 #: there (per_page 5 and 10, a timeout, a retry count) is a cosmetic change, a new number
@@ -736,7 +746,7 @@ def _add_fields(value: Any, path: tuple[str, ...], depth: int, fields: dict[tupl
                     fields[path + ("?" + name[:NAME_LIMIT].lower(),)] = _NOT_ALPHANUMERIC.sub("", item.lower())
         elif " " in stripped and path and path[-1] in COMMAND_ARGUMENT_NAMES:
             _add_command_fields(text, path, fields)
-        elif " " in stripped and not _FORMATTED_NUMBER.match(text):
+        elif " " in stripped and not _FORMATTED_NUMBER.match(text) and not _grouped_id(stripped):
             fields[path] = frozenset(_WORD.findall(_INNER_DASH.sub("", text.lower())))
         else:  # a word, an id, or a number however it is punctuated ("+1 (555) 0100", "18,40")
             number = "" if _names_version(path) else _decimal_text(stripped)  # ("3.10" is no "3.1")
