@@ -491,9 +491,10 @@ _REASON_PHRASE = re.compile(
 )
 # Error words as messages and error codes spell them: "access denied", "access_denied",
 # "AccessDenied", "AccessDeniedException", "invalid_request_error" (outputs are lowercased
-# first). An underscore joins words of a code, but a code starts a word: the error words
-# inside a test's name ("test_get_user_not_found") are no error code.
-_BEFORE_WORD, _AFTER_WORD = r"(?<![a-z0-9_])(", r")(?:[ _-]?(?:exception|error|fault))?(?![a-z0-9])"
+# first). An underscore joins words of a code, but a code starts a word (or follows Chromium's
+# "ERR_": net::ERR_CONNECTION_RESET): the error words inside a test's name
+# ("test_get_user_not_found") are no error code.
+_BEFORE_WORD, _AFTER_WORD = r"(?<![a-z0-9_])(?:err_)?(", r")(?:[ _-]?(?:exception|error|fault))?(?![a-z0-9])"
 _RETRYABLE_WORDS = re.compile(
     _BEFORE_WORD
     + r"rate[ _-]?limit(?:ed)?|too[ _-]?many[ _-]?requests|time[ _-]?out|timed[ _-]?out|temporarily[ _-]?unavailable|service[ _-]?unavailable|"
