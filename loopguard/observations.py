@@ -159,6 +159,14 @@ def _failure_shape(head: str, has_tail: bool) -> int:
     return hash(f"{shape} <tail #>" if has_tail else shape)
 
 
+# A JSON field with a number: its name and the number.
+_JSON_NUMBER_FIELD = re.compile(r'"([a-z_]{2,40})":\s?(-?\d+(?:\.\d+)?)(?=[,}\s])')
+
+
+def _duration_field(field: re.Match[str]) -> str:
+    return f'"{field[1]}":<duration>' if names_duration(field[1]) else field[0]
+
+
 def _normalize(text: str) -> str:
     text = text.lower()
     ascii_text = text.isascii()
@@ -168,6 +176,9 @@ def _normalize(text: str) -> str:
         text = (_UUID_ASCII if ascii_text else _UUID).sub("<uuid>", text)
     if ":" in text and _TIME_HINT.search(text) is not None:  # JSON has colons; times are rarer
         text = (_TIMESTAMP_ASCII if ascii_text else _TIMESTAMP).sub("<time>", text)
+    if '":' in text:
+        # A time taken in compact JSON ('"latency_ms":46,'), where no space makes it a token of its own.
+        text = _JSON_NUMBER_FIELD.sub(_duration_field, text)
     tokens = text.split()
     previous = ""
     for index, token in enumerate(tokens):
