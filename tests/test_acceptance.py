@@ -92,6 +92,29 @@ BLIND_EXCEPTIONS = {
     # {"active": 1, "succeeded": 0, "failed": 0} three times with no wait: "failed" as a
     # key reads as a final state, so the job poll is no pending poll.
     "k8s-job-poll-identical-active": "false_alarm",
+    # Round 12 (the issue's kinds, hard variants, and healthy runs that look like round 11's
+    # kinds, written against this session's round-11 code):
+    # A feeder's status re-read every few calls among other reads, the same but for its
+    # request id and times: re-reading between other reads is how agents check.
+    "b12s-grid-feeder-status-recheck": "missed",
+    # Pods re-listed among describes and events, the same ImagePullBackOff each time: read at
+    # the fourth listing, one step after the window.
+    "b12s-k8s-imagepull-pods-recheck": "late",
+    # Trigger, log, query in a cycle: each trigger mints a new run id, so no call repeats.
+    "b12s-airflow-retrigger-cycle": "missed",
+    # The same flight search with a fresh client reference: the replies are over 2 KB and
+    # differ in their tails (offer ids), which are compared exactly.
+    "b12s-flight-search-fresh-client-ref": "missed",
+    # A query whose filter lists are reordered and respelled each time: lists are compared in
+    # order, so each call is another query.
+    "b12s-clinvar-reordered-filters": "missed",
+    # Handoff circles of four agents: read when control comes around the second time; their
+    # writers put the window at the first repeated handoff.
+    "b12s-claims-four-agent-transfer-circle": "late",
+    "b12s-calendar-four-agent-handoff-circle": "late",
+    # A 422 retried with a BIC written with and without its branch code (COBADEFFXXX and
+    # COBADEFF): read as another bank until the third alike.
+    "b12s-payout-iban-checksum-reformat": "late",
     # Round 11 (the issue's kinds and healthy look-alikes in new domains, written against the
     # round-10 code):
     # An export poll stuck at 37% with its heartbeat frozen: polls with waits between are
@@ -177,9 +200,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (380 stuck, 434 healthy, in eleven rounds), judged as cases/README.md judges."""
+    (404 stuck, 464 healthy, in twelve rounds), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 380, "healthy": 434}[label]
+    assert len(judged) == {"stuck": 404, "healthy": 464}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }

@@ -1,0 +1,96 @@
+"""Kinds from blind round 12: handoff tools that name their target, ids and IBANs written
+another way, a plan's allowance spent, Chromium's error codes, times taken in compact JSON,
+paraphrased monologues, wrapped offsets on long pages, and response stamps in answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_detector_kinds import first, policy, replay, signals_at, step  # noqa: F401  (policy is a fixture)
+
+from loopguard.detectors.near_duplicate import same_target
+from loopguard.observations import classify_failure, observe
+
+
+def test_a_circle_of_transfer_to_tools_is_a_handoff_cycle(policy, tmp_path: Path) -> None:
+    receipt = lambda agent, number: json.dumps({"handoff": "accepted", "to": agent, "handoff_id": f"ho_{number:04x}a9"})  # noqa: E731
+    cycle = [("intake", "coverage"), ("coverage", "fraud"), ("fraud", "adjuster"), ("adjuster", "intake")]
+    steps = [
+        step(f"transfer_to_{target}", {"summary": f"Please handle claim CLM-118604 ({target})"}, receipt(target, number), agent=source)
+        for number, (source, target) in enumerate(cycle * 3)
+    ]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (7, "stop")  # the second time control comes back to intake
+    assert "handoff/handoff_cycle" in signals_at(report, 7)
+
+
+def test_ids_written_another_way_are_the_same_target() -> None:
+    assert same_target({"employee_id": "E-004127"}, {"employee_id": "004127"})
+    assert not same_target({"employee_id": "E-004127"}, {"employee_id": "E-004128"})
+    assert not same_target({"invoice": "ORD-1001"}, {"invoice": "INV-1001"})
+    assert same_target({"iban": "DE89 3704 0044 0532 0130 01"}, {"iban": "de89370400440532013001"})
+    assert not same_target({"iban": "DE89 3704 0044 0532 0130 01"}, {"iban": "DE89 3704 0044 0532 0130 02"})
+    assert not same_target({"query": "go to bed now"}, {"query": "wake up"})
+
+
+def test_failures_classified_by_what_they_say() -> None:
+    assert [classify_failure(text) for text in (
+        "{'status': 429, 'error_code': 'PLAN_MINUTES_EXHAUSTED', 'message': 'Monthly minutes exhausted for plan Team. Upgrade the plan.'}",
+        'Error code: 429 - {"error": {"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota"}}',
+        "429 Too Many Requests: rate limited, retry after 2s",
+        "Error: page.goto: net::ERR_CONNECTION_RESET at https://portal.example/statements",
+        "net::ERR_TIMED_OUT",
+    )] == ["permanent", "permanent", "retryable", "retryable", "retryable"]
+
+
+def test_a_time_taken_in_compact_json_is_volatile() -> None:
+    status = lambda latency, battery: {"trace_id": "991b2dbc4ae7d2ddd8fa9c07", "latency_ms": latency, "robot": {"id": "AMR-031", "state": "BLOCKED", "battery_pct": battery}}  # noqa: E731
+    assert observe(status(46, 58)).same_as(observe(status(18, 58)))
+    assert not observe(status(46, 58)).same_as(observe(status(46, 57)))
+
+
+def test_a_plan_restated_in_paraphrase_is_a_monologue(policy, tmp_path: Path) -> None:
+    messages = [
+        "Plan for episode 142: download the host, guest and room stems, denoise the guest track, cut the three flubs, normalise to -16 LUFS, add chapters, export the MP3 and upload the draft.",
+        "Before I start, let me restate the approach: the stems come down from the bucket, the guest track gets denoised, the flubs are cut, loudness goes to -16 LUFS, then chapters, export and upload.",
+        "OK, the workflow is: fetch stems, denoise guest, edit out the flubs, loudness to -16 LUFS, chapters, export the MP3, upload the draft.",
+        "Quick summary: nothing processed yet. The order stays: download the stems, clean the guest track, remove the flubs, loudness, chapters, export and upload.",
+    ]
+    report = replay(policy, tmp_path, [step(None, output=text, agent="producer") for text in messages])
+    assert first(report) == (3, "replan")
+    assert "near_duplicate/reworded_message" in signals_at(report, 3)
+    # Sections of a write-up share few words: no monologue.
+    sections = [
+        "Summary: revenue grew 12 percent in the second quarter, driven by enterprise renewals in Europe.",
+        "Costs: cloud spend fell after the storage migration; headcount stayed flat at 212.",
+        "Risks: two large customers renew in October, and the currency hedge expires in December.",
+        "Next steps: hire a second account manager for the Nordics and renegotiate the CDN contract.",
+    ]
+    assert first(replay(policy, tmp_path, [step(None, output=text, agent="analyst") for text in sections])) is None
+
+
+def test_offsets_past_the_end_that_return_long_earlier_pages_are_a_wrap(policy, tmp_path: Path) -> None:
+    orders = lambda first_id: [{"id": f"ord_{first_id + n}", "name": f"#{104100 + first_id + n}", "email": f"customer{first_id + n}@example.com", "total_price": f"{100 + n}.50", "financial_status": "pending"} for n in range(20)]  # noqa: E731
+    def page(offset: int, request: int) -> dict:
+        wrapped = offset % 60
+        return {"request_id": f"req_{request:08x}c2df2fd1", "data": {"orders": orders(wrapped)}, "pagination": {"offset": offset, "limit": 20, "total_count": 47}}
+
+    steps = [step("list_orders", {"status": "review", "limit": 20, "offset": offset}, page(offset, index)) for index, offset in enumerate(range(0, 140, 20))]
+    assert len(json.dumps(steps[0]["output"])) > 2048
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (4, "replan")
+    assert "no_progress/reread" in signals_at(report, 4)
+
+
+def test_answers_to_rewordings_are_compared_without_their_generated_values(policy, tmp_path: Path) -> None:
+    def answer(index: int, query: str) -> dict:
+        return {
+            "search_metadata": {"id": f"{index}068d1490f9d27a03396a1aa", "created_at": f"2025-07-23 14:0{index}:43.670 UTC", "total_time_taken": 1.2 + index},
+            "search_parameters": {"q": query},
+            "organic_results": [{"position": 1, "title": "Battery Recycling Services | Ohio | Redline", "link": "https://redline.example/ohio"}],
+        }
+
+    queries = ["industrial lithium-ion battery recycling companies Ohio", "Ohio companies that recycle industrial Li-ion batteries", "lithium ion battery recyclers in Ohio for industry"]
+    report = replay(policy, tmp_path, [step("web_search", {"query": query}, answer(index, query)) for index, query in enumerate(queries)])
+    assert first(report) == (2, "replan")
