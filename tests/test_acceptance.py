@@ -115,6 +115,10 @@ BLIND_EXCEPTIONS = {
     # A 422 retried with a BIC written with and without its branch code (COBADEFFXXX and
     # COBADEFF): read as another bank until the third alike.
     "b12s-payout-iban-checksum-reformat": "late",
+    # Plans restated in paraphrase (one with think calls between): paraphrases share a plan's
+    # nouns as sections of a report share their topic, so words alone cannot tell them apart.
+    "b12s-podcast-edit-plan-monologue": "missed",
+    "b12s-lms-plan-think-monologue": "missed",
     # Round 11 (the kinds and healthy look-alikes in new domains, written against the
     # round-10 code):
     # An export poll stuck at 37% with its heartbeat frozen: polls with waits between are
@@ -127,6 +131,8 @@ BLIND_EXCEPTIONS = {
     # new text; only "valid": false repeats.
     "b11s-llm-tweet-regenerate-over-limit": "missed",
     # Round 10 (all the kinds, written after the round-9 fixes):
+    # A paraphrased monologue, read one step after the window.
+    "b10s-monologue-reconcile-announced": "late",
     # The identical failing query a second time, one step before the window (the rule).
     "b10s-sql-dag-listtables-3cycle": "premature",
     # Reworded searches with zero hits stay a warning (as b8s-kb-reworded-zero-hits).
@@ -160,6 +166,8 @@ BLIND_EXCEPTIONS = {
     # The second identical pull failure after a stash and pop that changed nothing, with the
     # stash answering what it answered before: a replan one step before the window.
     "b8s-git-pull-stash-pop-cycle": "premature",
+    # Paraphrases of one plan share few words: the monologue is read at its sixth message.
+    "b8s-monologue-planner-restates": "late",
     # Different wordings of one question, each with zero hits: only a warning (a search that
     # rewords its query after empty answers is also how healthy searching goes on).
     "b8s-kb-reworded-zero-hits": "missed",
@@ -273,6 +281,24 @@ def test_review_cases(policy) -> None:
         "kb-rewordings-with-request-ids": "ok",
         "jira-islast-cursor-past-end": "ok",
         "salesforce-done-cursor-past-end": "ok",
+        # The break-it review of the later changes: rate limits whose text mentions a quota,
+        # a metric's latency falling, pages whose items sit between head and end, searches by
+        # day whose items differ only in dates, report sections and tutor steps in messages,
+        # files named by their hashes; a no-op edit between identical test failures, and
+        # rewordings whose answers all agree but the first.
+        "gemini-free-tier-rpm-429": "ok",
+        "firecrawl-rpm-429": "ok",
+        "per-minute-quota-429": "ok",
+        "latency-recovery-compact": "ok",
+        "noop-edit-test-loop": "ok",
+        "archive-pages-short-items": "ok",
+        "reworded-search-same-answer-after-first-differs": "ok",
+        "weekly-calendar-by-day": "ok",
+        "flights-by-day": "ok",
+        "report-sections": "ok",
+        "tutor-steps": "ok",
+        "release-notes-think-between": "ok",
+        "sha256-named-files": "ok",
     }
 
 

@@ -140,9 +140,14 @@ def test_commands_are_the_same_target_by_their_program_paths_and_option_values()
     assert same_target({"command": copy}, {"command": copy + " --region eu-west-1"})  # an option added
     assert same_target({"command": copy + " --region eu-west-1"}, {"command": copy + " --no-progress --sse AES256"})  # options swapped
     assert same_target({"command": "curl -s https://x.test/a"}, {"command": "curl -sS https://x.test/a --no-progress-meter"})  # flags for the printout
-    # A flag that changes what the command does is a real change: it may be the fix.
-    assert not same_target({"command": "grep -rn 'refused' logs/"}, {"command": "grep -rni 'refused' logs/"})
+    assert same_target({"command": "grep -rn 'refused' logs/"}, {"command": "grep -rni 'refused' logs/"})  # -i added
+    assert same_target({"command": "ls /root/secret"}, {"command": "ls -lah /root/secret"})
+    # A flag that may be the fix is a real change: create parents, force, recurse, a symlink.
     assert not same_target({"command": "mkdir build/out"}, {"command": "mkdir -p build/out"})
+    assert not same_target({"command": "rm build/out"}, {"command": "rm -rf build/out"})
+    assert not same_target({"command": "cp a.txt b.txt"}, {"command": "cp --force a.txt b.txt"})
+    assert not same_target({"command": "ln /data/a /srv/a"}, {"command": "ln -s /data/a /srv/a"})
+    assert not same_target({"command": "kubectl get pods -n payments"}, {"command": "kubectl get pods -n billing"})
     assert same_target({"command": copy}, {"command": "AWS_DEFAULT_REGION=eu-west-1 " + copy})  # an environment assignment
     # Another identity added is a real change: it may fix a 403.
     assert not same_target({"command": copy}, {"command": "AWS_PROFILE=ops " + copy})

@@ -1,6 +1,6 @@
 """Kinds from blind round 12: handoff tools that name their target, ids and IBANs written
 another way, a plan's allowance spent, Chromium's error codes, times taken in compact JSON,
-paraphrased monologues, wrapped offsets on long pages, and response stamps in answers."""
+write-ups that are no monologue, wrapped offsets on long pages, and response stamps in answers."""
 
 from __future__ import annotations
 
@@ -50,22 +50,15 @@ def test_a_time_taken_in_compact_json_is_volatile() -> None:
     assert not observe(status(46, 58)).same_as(observe(status(46, 57)))
 
 
-def test_a_plan_restated_in_paraphrase_is_a_monologue(policy, tmp_path: Path) -> None:
-    messages = [
-        "Plan for episode 142: download the host, guest and room stems, denoise the guest track, cut the three flubs, normalise to -16 LUFS, add chapters, export the MP3 and upload the draft.",
-        "Before I start, let me restate the approach: the stems come down from the bucket, the guest track gets denoised, the flubs are cut, loudness goes to -16 LUFS, then chapters, export and upload.",
-        "OK, the workflow is: fetch stems, denoise guest, edit out the flubs, loudness to -16 LUFS, chapters, export the MP3, upload the draft.",
-        "Quick summary: nothing processed yet. The order stays: download the stems, clean the guest track, remove the flubs, loudness, chapters, export and upload.",
-    ]
-    report = replay(policy, tmp_path, [step(None, output=text, agent="producer") for text in messages])
-    assert first(report) == (3, "replan")
-    assert "near_duplicate/reworded_message" in signals_at(report, 3)
-    # Sections of a write-up share few words: no monologue.
+def test_sections_of_a_write_up_are_no_monologue(policy, tmp_path: Path) -> None:
+    # (A plan restated in paraphrase shares its nouns too: telling the two apart by words alone
+    # turned report sections into false alarms, so paraphrased monologues stay a known miss.)
     sections = [
-        "Summary: revenue grew 12 percent in the second quarter, driven by enterprise renewals in Europe.",
-        "Costs: cloud spend fell after the storage migration; headcount stayed flat at 212.",
-        "Risks: two large customers renew in October, and the currency hedge expires in December.",
-        "Next steps: hire a second account manager for the Nordics and renegotiate the CDN contract.",
+        "## 1. EMEA sales: revenue grew 12 percent in the second quarter, driven by enterprise renewals in Germany.",
+        "## 2. APAC sales: revenue grew 7 percent in the second quarter, driven by new enterprise accounts in Japan.",
+        "## 3. Americas sales: revenue was flat in the second quarter; enterprise renewals offset churn in Brazil.",
+        "## 4. Outlook: two large enterprise customers renew in October, and the currency hedge expires in December.",
+        "## 5. Next steps: hire a second account manager for the Nordics and renegotiate the CDN contract.",
     ]
     assert first(replay(policy, tmp_path, [step(None, output=text, agent="analyst") for text in sections])) is None
 

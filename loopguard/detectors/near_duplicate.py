@@ -614,9 +614,13 @@ _GROUPED_ID = re.compile(r"[A-Za-z0-9]{1,6}(?:[ -][A-Za-z0-9]{1,6}){2,11}")
 
 
 def _grouped_id(text: str) -> bool:
-    """Whether a text with spaces is an id written in groups (at least two groups with digits):
-    its letters and digits are the id, however it is grouped."""
-    return _GROUPED_ID.fullmatch(text) is not None and sum(any(c.isdigit() for c in group) for group in text.replace("-", " ").split()) >= 2
+    """Whether a text with spaces is an id written in groups, all but at most one holding a
+    digit ("DE89 3704 0044", "INV 2025 00873", not "Q3 2024 EMEA sales"): its letters and
+    digits are the id, however grouped."""
+    if _GROUPED_ID.fullmatch(text) is None:
+        return False
+    groups = text.replace("-", " ").split()
+    return sum(not any(character.isdigit() for character in group) for group in groups) <= 1 < len(groups) - 1
 
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -643,8 +647,7 @@ def same_target(before: Any, after: Any) -> bool:
     name, a host, a date, a URL's path or fragment) is another target: fan-out."""
     left, right = _target_fields(before), _target_fields(after)
     if left.keys() != right.keys() and any(
-        _names_credentials(path) or _short_option(path) or left.get(path) is _REAL_FLAG or right.get(path) is _REAL_FLAG
-        for path in left.keys() ^ right.keys()
+        _names_credentials(path) or left.get(path) is _REAL_FLAG or right.get(path) is _REAL_FLAG for path in left.keys() ^ right.keys()
     ):
         return False  # another identity or a flag that changes what a command does, added or dropped
     for path, value in left.items():
@@ -765,26 +768,22 @@ _DECIMAL = re.compile(r"-?\d{1,15}(?:\.\d{1,15}|,\d{1,2})")
 
 #: A command flag that changes what the command does (see _add_command_fields).
 _REAL_FLAG = "<flag>"
-#: Words of flags that only change what a command prints (--verbose, --no-progress,
-#: --only-show-errors, --no-color), and the letters of single-dash clusters that do (-v, -q, -sS).
-_PRINT_FLAG_WORDS = frozenset(
-    "v vv vvv verbose verbosity q quiet silent s no progress meter bar color colour colors only show errors pretty debug".split()
-)
-_PRINT_FLAG_LETTERS = frozenset("vqsS")
+#: Flags that often are the fix after a failure: create parents, force, recurse, assume yes
+#: (mkdir -p, rm -f, cp -r, apt-get -y, --force); other flags (ls -la, cat -n, curl -sS,
+#: --no-progress) change what is printed or how, not whether the command can work.
+_ACTION_FLAG_WORDS = frozenset({"p", "parents", "f", "force", "r", "recursive", "y", "yes", "assume", "symbolic", "overwrite"})
+_ACTION_FLAG_LETTERS = frozenset("pfrRy")
+#: Programs whose -s is the fix, not silence (ln -s makes a symbolic link).
+_SYMBOLIC_S_PROGRAMS = frozenset({"ln"})
 
 
-def _short_option(path: tuple[str, ...]) -> bool:
-    """A command's single-letter option (``-p``, ``-n prod``): whether it takes the word after
-    it cannot be told (``mkdir -p a/b``), so adding or dropping one is a real change."""
-    name = path[-1] if path else ""
-    return len(name) == 2 and name[0] == "-" and name[1] not in _PRINT_FLAG_LETTERS
-
-
-def _prints_only(flag: str) -> bool:
-    """Whether a command flag only changes what is printed (``-v``, ``-sS``, ``--no-progress``)."""
-    if flag[:2] != "--" and len(flag) > 2:
-        return _PRINT_FLAG_LETTERS.issuperset(flag[1:])
-    return _PRINT_FLAG_WORDS.issuperset(split_name(flag.lstrip("-")))
+def _action_flag(flag: str, program: str) -> bool:
+    """Whether a command flag may change whether the command can work (``-p``, ``-rf``,
+    ``--force``, ``-s`` for ``ln``), not only what it prints or how."""
+    if flag[:2] != "--":
+        letters = flag[1:]
+        return not _ACTION_FLAG_LETTERS.isdisjoint(letters) or ("s" in letters and program in _SYMBOLIC_S_PROGRAMS)
+    return not _ACTION_FLAG_WORDS.isdisjoint(split_name(flag[2:]))
 
 
 def _names_version(path: tuple[str, ...]) -> bool:
@@ -812,16 +811,27 @@ def _add_command_fields(command: str, path: tuple[str, ...], fields: dict[tuple[
     one, or changing a flag, is cosmetic while changing an option's value is another target;
     the words of the other tokens (program, subcommand, paths) as one word set."""
     options, rest = _command_parts(command)
-    for name, value in options:
-        if not _is_identity(name) and not _is_volatile(value):
-            fields[path + ("-" + name,)] = _decimal_text(value) or _NOT_ALPHANUMERIC.sub("", value.lower())
+    program = next((token.rsplit("/", 1)[-1].lower() for token in rest if token[:1] != "-" and "=" not in token), "")
     words = []
+    for name, value in options:
+        flag = ("-" if len(name) == 1 else "--") + name
+        if _action_flag(flag, program):
+            # (-p a/b may be -p taking a/b or the flag -p before a path: the flag counts either way)
+            fields[path + (flag + "!",)] = _REAL_FLAG
+        if len(name) == 1 and not _ASSIGNMENT.match(name):
+            # Whether a single letter takes the next word cannot be told (curl -s URL): the
+            # letter is a flag and the word stays with the others.
+            fields.setdefault(path + (flag,), True)
+            words.append(value)
+        elif not _is_identity(name) and not _is_volatile(value):
+            fields[path + ("-" + name,)] = _decimal_text(value) or _NOT_ALPHANUMERIC.sub("", value.lower())
     for token in rest:
         if token[:1] == "-" and not token[1:2].isdigit():
-            name = token.lstrip("-").lower()
-            # A flag that only changes what is printed is cosmetic; another (mkdir -p, grep -i,
-            # --force) changes what the command does.
-            fields[path + ("-" + name,)] = True if _prints_only(token) else _REAL_FLAG
+            # A flag that may be the fix (mkdir -p, rm -f, --force, ln -s) changes what the
+            # command does; another (ls -la, grep -i, curl -sS, --no-progress) is cosmetic. A
+            # cluster of letters is read letter by letter (-rn and -rni differ by -i).
+            for flag in [token] if token[:2] == "--" else ["-" + letter for letter in token[1:]]:
+                fields[path + (flag if token[:2] != "--" else flag.lower(),)] = _REAL_FLAG if _action_flag(flag, program) else True
         else:
             words.append(token)
     fields[path] = frozenset(_WORD.findall(_INNER_DASH.sub("", " ".join(words).lower())))
@@ -868,17 +878,11 @@ def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
 MESSAGE_WORDS = 5
 #: Word-set overlap with an earlier message that, after ``repeats`` messages in a row with no
 #: tool call, counts as saying the same thing again.
-MONOLOGUE_OVERLAP = 0.4
+MONOLOGUE_OVERLAP = 0.25
 _MESSAGE_WORD = re.compile(r"\w+")
 # Every ASCII byte that is not a letter, a digit or "_" becomes a space.
 _ASCII_SEPARATORS = bytes(code if chr(code).isalnum() or code == ord("_") else ord(" ") for code in range(256))
 _STOPWORDS_ASCII = frozenset(word.encode("ascii") for word in _STOPWORDS)
-
-
-def _containment(left: frozenset[Any], right: frozenset[Any]) -> float:
-    """Shared words over the smaller word set (0 when either is empty)."""
-    smaller = min(len(left), len(right))
-    return len(left & right) / smaller if smaller else 0.0
 
 
 def _message_words(text: str) -> frozenset[str] | frozenset[bytes]:
@@ -1015,11 +1019,8 @@ class NearDuplicate:
         if len(words) >= MESSAGE_WORDS:
             overlap = max((_jaccard(earlier, words) for earlier in said.words), default=0.0)
             # A message rewords an earlier one, or, deep in a monologue, says much the same thing
-            # again (paraphrases of one plan share few words; sections of a write-up share fewer):
-            # then what counts is the share of the shorter message's words that the other has.
-            rewords = overlap >= self._message_similarity or (
-                said.in_a_row >= self._repeats and max((_containment(earlier, words) for earlier in said.words), default=0.0) >= MONOLOGUE_OVERLAP
-            )
+            # again (paraphrases of one plan share few words; sections of a write-up share fewer).
+            rewords = overlap >= self._message_similarity or (said.in_a_row > self._repeats and overlap >= MONOLOGUE_OVERLAP)
         else:
             rewords = False
         said.words.append(words)
@@ -1101,7 +1102,10 @@ class NearDuplicate:
             if answer.unstamped is None:
                 answer.unstamped = _without_response_stamps(answer.body)
             if _without_response_stamps(body) != answer.unstamped:
-                return None  # another answer that looks alike (other prices, other counts)
+                # Another answer that looks alike (other prices, other counts): it is the one
+                # later rewordings are compared with.
+                self._answers.put(digest, _Answer(key, shape.words, self._changes, body))
+                return None
         if len(calls) < ANSWERS_COUNTED:
             calls.add(key)
             answer.words.append(shape.words)
@@ -1338,24 +1342,28 @@ _SKELETON_DELETE = b"0123456789abcdef \t\n\r\x0b\x0c"
 _ANSWER_FIELD = re.compile(r"""(["'])([a-z_][\w.-]{0,60})\1\s*:\s*(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|-?\d+(?:\.\d+)?)""")
 
 
-# Generated values in a lowercased answer: timestamps, UUIDs and hex ids of 12 or more
-# characters with letters and digits (a search's own id). Plain numbers stay: they are data.
+# Generated values in a lowercased answer: UUIDs and hex ids of 12 or more characters with
+# letters and digits (a search's own id). Plain numbers and dates stay: they are data (another
+# day's flights). (No nested repetition: the scan stays linear on long hex runs.)
 _GENERATED = re.compile(
-    r"\d{4}-\d\d-\d\d[t ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:z|[+-]\d\d:?\d\d| utc)?"
-    r"|\b(?=[0-9a-f-]*\d)(?=[0-9a-f-]*[a-f])[0-9a-f]{8}(?:-?[0-9a-f]{4,}){1,4}\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b"
+    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b(?=[0-9a-f]{0,200}\d)(?=[0-9a-f]{0,200}[a-f])[0-9a-f]{12,}\b"
 )
+#: Words of a field's name that say it stamps when the response was made ("created_at",
+#: "served_at", "generated_at", "server_time", "retrieved_at"): its time is no answer.
+_STAMP_TIME_WORDS = frozenset({"created", "generated", "served", "retrieved", "fetched", "server", "responded", "requested", "processed"})
 
 
 def _without_response_stamps(body: str) -> str:
     """An answer without what stamps the response rather than answers: fields naming request
-    and trace ids (``request_id``, ``requestId``, ``search_id``) or times taken (``took``,
-    ``elapsed_ms``), timestamps, UUIDs and long hex ids."""
+    and trace ids (``request_id``, ``requestId``, ``search_id``), times taken (``took``,
+    ``elapsed_ms``) or when the response was made (``created_at``, ``served_at``), UUIDs and
+    long hex ids."""
     return _GENERATED.sub("<generated>", _ANSWER_FIELD.sub(_unless_stamp, body))
 
 
 def _unless_stamp(field: re.Match[str]) -> str:
     key = field[2]
-    return "" if _is_stamp(key) or names_duration(key) else field[0]
+    return "" if _is_stamp(key) or names_duration(key) or not _STAMP_TIME_WORDS.isdisjoint(split_name(key)) else field[0]
 
 
 def _skeleton(text: str) -> int:

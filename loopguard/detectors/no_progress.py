@@ -22,6 +22,10 @@ from .base import BoundedMap, CallRecord, RunMemory, describe, polls
 from ..tool_names import runs_command, writes_by_name
 
 _TOOLS_REMEMBERED = 256
+#: Identical failures of a call, this one included, that a change not tried before between
+#: them keeps out of the call's own streak: the failure detector's default attempts (2) plus
+#: its FORGIVEN_AFTER_NEW_CHANGES (2).
+_FORGIVEN_FAILURES = 4
 #: Kinds whose results never count: a scratchpad, a deliberate pause.
 _NO_NEWS = frozenset({"think", "wait"})
 #: Characters of a short reply that a write tool's call may share with other calls.
@@ -278,9 +282,10 @@ class NoProgress:
             kind = "same_failure"
             stats.identical_pending = 0
             own_stale = last is not None and last.error and last.shape == observation.shape
-            if own_stale and stats.novel_at_failure:
+            if own_stale and stats.novel_at_failure and stats.failures and stats.failures.get(observation.shape, 0) < _FORGIVEN_FAILURES:
                 # The same failure after a change not tried before (a test run after another fix)
-                # is that change's outcome, not the call stuck (see failure.FORGIVEN_AFTER_NEW_CHANGES).
+                # is that change's outcome, not the call stuck, a few times (as the failure
+                # detector forgives it: see failure.FORGIVEN_AFTER_NEW_CHANGES).
                 then = stats.novel_at_failure.get(observation.shape)
                 own_stale = then is None or memory.new_changes <= then[1]
         # A pending state in the reply of a call named for a change ("update_ticket" setting
