@@ -115,9 +115,9 @@ BLIND_EXCEPTIONS = {
     # A 422 retried with a BIC written with and without its branch code (COBADEFFXXX and
     # COBADEFF): read as another bank until the third alike.
     "b12s-payout-iban-checksum-reformat": "late",
-    # Plans restated in paraphrase (one with think calls between): paraphrases share a plan's
-    # nouns as sections of a report share their topic, so words alone cannot tell them apart.
-    "b12s-podcast-edit-plan-monologue": "missed",
+    # A plan restated in paraphrase with think calls between, whose restatements announce
+    # nothing ("Plan recap: 1) roster, 2) ..."): sections of a report share their topic's
+    # nouns as much, so words alone cannot tell them apart.
     "b12s-lms-plan-think-monologue": "missed",
     # Round 11 (the kinds and healthy look-alikes in new domains, written against the
     # round-10 code):
@@ -131,8 +131,6 @@ BLIND_EXCEPTIONS = {
     # new text; only "valid": false repeats.
     "b11s-llm-tweet-regenerate-over-limit": "missed",
     # Round 10 (all the kinds, written after the round-9 fixes):
-    # A paraphrased monologue, read one step after the window.
-    "b10s-monologue-reconcile-announced": "late",
     # The identical failing query a second time, one step before the window (the rule).
     "b10s-sql-dag-listtables-3cycle": "premature",
     # Reworded searches with zero hits stay a warning (as b8s-kb-reworded-zero-hits).

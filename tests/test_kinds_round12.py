@@ -50,9 +50,20 @@ def test_a_time_taken_in_compact_json_is_volatile() -> None:
     assert not observe(status(46, 58)).same_as(observe(status(46, 57)))
 
 
+def test_a_plan_announced_again_and_again_in_paraphrase_is_a_monologue(policy, tmp_path: Path) -> None:
+    messages = [
+        "Plan for episode 142: I'll download the host, guest and room stems, denoise the guest track, cut the three flubs, normalise to -16 LUFS, add chapters and upload the draft.",
+        "Before I start, let me restate the approach: the stems come down from the bucket, the guest track gets denoised, the flubs are cut, loudness to -16 LUFS, then chapters and upload.",
+        "OK, I'll now fetch the stems, denoise the guest, edit out the flubs, set loudness to -16 LUFS, add chapters and upload the draft.",
+        "Proceeding: download the stems first, then clean the guest track, remove the flubs, loudness, chapters and the upload.",
+    ]
+    report = replay(policy, tmp_path, [step(None, output=text, agent="producer") for text in messages])
+    assert first(report) == (3, "replan")
+    assert "near_duplicate/reworded_message" in signals_at(report, 3)
+
+
 def test_sections_of_a_write_up_are_no_monologue(policy, tmp_path: Path) -> None:
-    # (A plan restated in paraphrase shares its nouns too: telling the two apart by words alone
-    # turned report sections into false alarms, so paraphrased monologues stay a known miss.)
+    # Sections share their topic's nouns as a restated plan shares its plan's, but announce nothing.
     sections = [
         "## 1. EMEA sales: revenue grew 12 percent in the second quarter, driven by enterprise renewals in Germany.",
         "## 2. APAC sales: revenue grew 7 percent in the second quarter, driven by new enterprise accounts in Japan.",

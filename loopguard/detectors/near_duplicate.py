@@ -879,6 +879,20 @@ MESSAGE_WORDS = 5
 #: Word-set overlap with an earlier message that, after ``repeats`` messages in a row with no
 #: tool call, counts as saying the same thing again.
 MONOLOGUE_OVERLAP = 0.25
+#: Share of the shorter message's words that, deep in a monologue, makes an announcement of
+#: what the agent will do a restatement of an earlier announcement.
+ANNOUNCEMENT_OVERLAP = 0.4
+# What an agent's message says when it announces its next action (lowercased text).
+_ANNOUNCES = re.compile(
+    r"\b(?:i['’]ll|i will|i am going to|i['’]m going to|let me|next,? i|now i|proceeding|i['’]m starting|"
+    r"starting with|beginning with|kicking off|i['’]ll now|will now|i['’]m about to)\b"
+)
+
+
+def _containment(left: frozenset[Any], right: frozenset[Any]) -> float:
+    """Shared words over the smaller word set (0 when either is empty)."""
+    smaller = min(len(left), len(right))
+    return len(left & right) / smaller if smaller else 0.0
 _MESSAGE_WORD = re.compile(r"\w+")
 # Every ASCII byte that is not a letter, a digit or "_" becomes a space.
 _ASCII_SEPARATORS = bytes(code if chr(code).isalnum() or code == ord("_") else ord(" ") for code in range(256))
@@ -899,10 +913,11 @@ class _Said:
     """What one agent wrote since the last news: its latest messages' word sets, how many of
     its messages reworded an earlier one, and how many came in a row with no tool call."""
 
-    __slots__ = ("words", "rewordings", "in_a_row")
+    __slots__ = ("words", "announced", "rewordings", "in_a_row")
 
     def __init__(self, window: int) -> None:
         self.words: deque[frozenset[str]] = deque(maxlen=window)
+        self.announced: deque[bool] = deque(maxlen=window)  # whether each announced what the agent will do
         self.rewordings = 0
         self.in_a_row = 0
 
@@ -1016,14 +1031,20 @@ class NearDuplicate:
         said.in_a_row = said.in_a_row + 1 if self._last_speaker == speaker else 1
         self._last_speaker = speaker
         words = _message_words(text)
+        announces = _ANNOUNCES.search(text) is not None
         if len(words) >= MESSAGE_WORDS:
             overlap = max((_jaccard(earlier, words) for earlier in said.words), default=0.0)
             # A message rewords an earlier one, or, deep in a monologue, says much the same thing
-            # again (paraphrases of one plan share few words; sections of a write-up share fewer).
+            # again (paraphrases of one plan share few words; sections of a write-up share fewer),
+            # or announces again what an earlier announcement said it would do (a restated plan
+            # shares the plan's nouns; a write-up's sections announce nothing).
             rewords = overlap >= self._message_similarity or (said.in_a_row > self._repeats and overlap >= MONOLOGUE_OVERLAP)
+            if not rewords and announces and said.in_a_row >= self._repeats:
+                rewords = any(earlier_announced and _containment(earlier, words) >= ANNOUNCEMENT_OVERLAP for earlier, earlier_announced in zip(said.words, said.announced))
         else:
             rewords = False
         said.words.append(words)
+        said.announced.append(announces)
         record.repeats_known = rewords
         if not rewords:
             return None
