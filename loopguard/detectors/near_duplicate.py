@@ -888,11 +888,6 @@ _ANNOUNCES = re.compile(
     r"starting with|beginning with|kicking off|i['’]ll now|will now|i['’]m about to)\b"
 )
 
-
-def _containment(left: frozenset[Any], right: frozenset[Any]) -> float:
-    """Shared words over the smaller word set (0 when either is empty)."""
-    smaller = min(len(left), len(right))
-    return len(left & right) / smaller if smaller else 0.0
 _MESSAGE_WORD = re.compile(r"\w+")
 # Every ASCII byte that is not a letter, a digit or "_" becomes a space.
 _ASCII_SEPARATORS = bytes(code if chr(code).isalnum() or code == ord("_") else ord(" ") for code in range(256))
@@ -1040,7 +1035,7 @@ class NearDuplicate:
             # shares the plan's nouns; a write-up's sections announce nothing).
             rewords = overlap >= self._message_similarity or (said.in_a_row > self._repeats and overlap >= MONOLOGUE_OVERLAP)
             if not rewords and announces and said.in_a_row >= self._repeats:
-                rewords = any(earlier_announced and _containment(earlier, words) >= ANNOUNCEMENT_OVERLAP for earlier, earlier_announced in zip(said.words, said.announced))
+                rewords = any(earlier_announced and _overlap(earlier, words) >= ANNOUNCEMENT_OVERLAP for earlier, earlier_announced in zip(said.words, said.announced))
         else:
             rewords = False
         said.words.append(words)
@@ -1408,7 +1403,7 @@ def _answer_body(text: str, echoes: list[str]) -> str:
     return text
 
 
-def _overlap(left: frozenset[str], right: frozenset[str]) -> float:
+def _overlap(left: frozenset[Any], right: frozenset[Any]) -> float:
     """Shared words over the smaller word set (0 when either is empty)."""
     smaller = min(len(left), len(right))
     return len(left & right) / smaller if smaller else 0.0
