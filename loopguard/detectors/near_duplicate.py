@@ -908,11 +908,11 @@ class _Said:
     """What one agent wrote since the last news: its latest messages' word sets, how many of
     its messages reworded an earlier one, and how many came in a row with no tool call."""
 
-    __slots__ = ("words", "announced", "rewordings", "in_a_row")
+    __slots__ = ("words", "texts", "rewordings", "in_a_row")
 
     def __init__(self, window: int) -> None:
         self.words: deque[frozenset[str]] = deque(maxlen=window)
-        self.announced: deque[bool] = deque(maxlen=window)  # whether each announced what the agent will do
+        self.texts: deque[str] = deque(maxlen=window)  # their heads, read for announcements only when needed
         self.rewordings = 0
         self.in_a_row = 0
 
@@ -1026,7 +1026,6 @@ class NearDuplicate:
         said.in_a_row = said.in_a_row + 1 if self._last_speaker == speaker else 1
         self._last_speaker = speaker
         words = _message_words(text)
-        announces = _ANNOUNCES.search(text) is not None
         if len(words) >= MESSAGE_WORDS:
             overlap = max((_jaccard(earlier, words) for earlier in said.words), default=0.0)
             # A message rewords an earlier one, or, deep in a monologue, says much the same thing
@@ -1034,12 +1033,15 @@ class NearDuplicate:
             # or announces again what an earlier announcement said it would do (a restated plan
             # shares the plan's nouns; a write-up's sections announce nothing).
             rewords = overlap >= self._message_similarity or (said.in_a_row > self._repeats and overlap >= MONOLOGUE_OVERLAP)
-            if not rewords and announces and said.in_a_row >= self._repeats:
-                rewords = any(earlier_announced and _overlap(earlier, words) >= ANNOUNCEMENT_OVERLAP for earlier, earlier_announced in zip(said.words, said.announced))
+            if not rewords and said.in_a_row >= self._repeats and _announces(text):
+                # (Only deep in a row of messages: the scan for an announcement costs.)
+                rewords = any(
+                    _overlap(earlier, words) >= ANNOUNCEMENT_OVERLAP and _announces(earlier_text) for earlier, earlier_text in zip(said.words, said.texts)
+                )
         else:
             rewords = False
         said.words.append(words)
-        said.announced.append(announces)
+        said.texts.append(text[:_ANNOUNCEMENT_READ])
         record.repeats_known = rewords
         if not rewords:
             return None
@@ -1401,6 +1403,14 @@ def _answer_body(text: str, echoes: list[str]) -> str:
         if word in text:
             text = score.sub(word, text)  # (a constant replacement: no template to expand per match)
     return text
+
+
+_ANNOUNCEMENT_READ = 600  # characters of a message read for an announcement
+
+
+def _announces(text: str) -> bool:
+    """Whether an agent's message (lowercased) announces what the agent will do."""
+    return _ANNOUNCES.search(text, 0, _ANNOUNCEMENT_READ) is not None
 
 
 def _overlap(left: frozenset[Any], right: frozenset[Any]) -> float:
