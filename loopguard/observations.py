@@ -60,7 +60,7 @@ _ASCII_DIGITS = frozenset("0123456789")
 #: "queryTime"); "time" alone counts unless the name says what is left ("time_remaining").
 _TIME_TAKEN_WORDS = frozenset({"took", "elapsed", "duration", "latency", "runtime", "taken"})
 _TIME_LEFT_WORDS = frozenset({"remaining", "left", "eta", "until", "estimated", "to"})
-_STATISTIC_WORDS = frozenset({"avg", "average", "mean", "median", "max", "min", "p50", "p75", "p90", "p95", "p99", "percentile", "sum", "total_ms"})
+_STATISTIC_WORDS = frozenset({"avg", "average", "mean", "median", "p50", "p75", "p90", "p95", "p99", "percentile"})
 
 
 @lru_cache(maxsize=512)
@@ -512,7 +512,7 @@ _BEFORE_WORD, _AFTER_WORD = r"(?<![a-z0-9_])(?:err_)?(", r")(?:[ _-]?(?:exceptio
 _RETRYABLE_WORDS = re.compile(
     _BEFORE_WORD
     + r"rate[ _-]?limit(?:ed)?|too[ _-]?many[ _-]?requests|time[ _-]?out|timed[ _-]?out|temporarily[ _-]?unavailable|service[ _-]?unavailable|"
-    r"try again|retry[ _-](?:after|in)|quota[ _-]exceeded|connection[ _-]?(?:reset|refused|aborted)|overloaded|server[ _-]?busy|throttl(?:ed|ing)|bad[ _-]?gateway|gateway[ _-]?timeout"
+    r"try again|retry[ _-]after|retry in \d|connection[ _-]?(?:reset|refused|aborted)|overloaded|server[ _-]?busy|throttl(?:ed|ing)|bad[ _-]?gateway|gateway[ _-]?timeout"
     + _AFTER_WORD
 )
 _PERMANENT_WORDS = re.compile(
@@ -634,7 +634,9 @@ _ALLOWANCE_SPENT = re.compile(
 
 
 # What says a spent quota is a rate that comes back ("retry in 21s", "per minute", "req/min").
-_RATE_HINT = re.compile(r"retry (?:in|after)|try again (?:in|after)|per (?:second|minute|hour)|/ ?(?:s|sec|min|minute)\b|rate[ _-]?limit|requests? per")
+_RATE_HINT = re.compile(
+    r"(?:retry|try again|wait)(?: in| after| for)? \d|per (?:second|minute|hour)\b|/ ?(?:s|sec|min|minute)\b|try again later|retry later"
+)
 
 
 # A JSON reply whose own status says the call failed (not a job's state: "state": "failed").
@@ -667,8 +669,10 @@ def _classify_head(head: str) -> str:
     head = head.lower()
     if ("context" in head or "token" in head or "prompt" in head) and _CONTEXT_OVERFLOW.search(head):
         return DETERMINISTIC  # a 400 invalid_request_error that condensing the context can cure
-    if ("quota" in head or "exhausted" in head or "plan" in head) and _ALLOWANCE_SPENT.search(head) and not _RATE_HINT.search(head):
-        return PERMANENT  # a 429 whose allowance is spent until the billing period ends: no retry helps
+    if ("quota" in head or "exhausted" in head or "plan" in head) and _ALLOWANCE_SPENT.search(head):
+        # A spent allowance waits for the billing period: no retry helps. Unless the text says
+        # it is a rate that comes back (Gemini's free tier "per minute ... retry in 21s").
+        return RETRYABLE if _RATE_HINT.search(head) else PERMANENT
     code = status_code(head)
     if code in _RETRYABLE_CODES:
         return RETRYABLE
@@ -690,7 +694,7 @@ def _classify_head(head: str) -> str:
 _SKELETON_DELETE = b"0123456789abcdef" + bytes(code for code in range(128) if chr(code).isspace())
 
 
-_MIDDLE_BLOCK, _MIDDLE_MARGIN = 64, 64
+_MIDDLE_BLOCK, _MIDDLE_MARGIN = 64, 48
 
 
 class Observation:
@@ -708,7 +712,7 @@ class Observation:
         failure_class: ``permanent``, ``retryable`` or ``deterministic`` for failures, else ``None``.
         shape: for failures, the digest of the normalised text with all numbers removed.
         middle: for a longer output, a digest of the part between its head and its end, in
-            whole blocks of 64 characters that stop at least 64 characters before the end
+            whole blocks of 64 characters that stop before the last 208 characters
             (so that outputs alike but for a few characters near their end share it), else 0.
     """
 
@@ -722,9 +726,9 @@ class Observation:
             self._tail = hash(text[MAX_COMPARED:])
             self.end = text[-END_KEPT:]
             self.text = text[:MAX_COMPARED]
-            # The part between head and end in whole blocks, short of the end: two pages
+            # The part between head and end in whole blocks, short of the last 208 characters: two pages
             # alike but for a few characters near their end (an offset, a cursor) share it.
-            blocks = (len(text) - MAX_COMPARED - END_KEPT - _MIDDLE_MARGIN) // _MIDDLE_BLOCK
+            blocks = (len(text) - MAX_COMPARED - END_KEPT + _MIDDLE_MARGIN) // _MIDDLE_BLOCK
             self.middle = hash(text[MAX_COMPARED : MAX_COMPARED + blocks * _MIDDLE_BLOCK]) if blocks > 0 else 0
         else:
             self._tail, self.end, self.text, self.middle = None, "", text, 0

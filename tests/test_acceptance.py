@@ -92,6 +92,20 @@ BLIND_EXCEPTIONS = {
     # {"active": 1, "succeeded": 0, "failed": 0} three times with no wait: "failed" as a
     # key reads as a final state, so the job poll is no pending poll.
     "k8s-job-poll-identical-active": "false_alarm",
+    # Round 13 (all the issue's kinds again, written against this session's final code and kept
+    # as measured: 10 of 20 stuck runs judged right when written, 24 of 24 healthy). Not yet
+    # analysed; left for the next session:
+    "b13s-realestate-sql-offset-past-end": "missed",
+    "b13s-library-oai-token-never-ends": "missed",
+    "b13s-airline-reserve-search-requestid-churn": "missed",
+    "b13s-clinical-condense-reread-loop": "late",
+    "b13s-satellite-memory-summary-redo": "premature",
+    "b13s-wedding-venue-hold-monologue": "late",
+    "b13s-kyc-screening-monologue": "late",
+    "b13s-port-customs-exam-handoff-circle": "missed",
+    "b13s-vet-refill-four-agent-circle": "missed",
+    "b13s-mining-timeseries-422-span": "late",
+    "b13s-agritech-paid-et-forecast-burn": "missed",
     # Round 12 (the issue's kinds, hard variants, and healthy runs that look like round 11's
     # kinds, written against this session's round-11 code):
     # A feeder's status re-read every few calls among other reads, the same but for its
@@ -115,6 +129,9 @@ BLIND_EXCEPTIONS = {
     # A 422 retried with a BIC written with and without its branch code (COBADEFFXXX and
     # COBADEFF): read as another bank until the third alike.
     "b12s-payout-iban-checksum-reformat": "late",
+    # A plan restated in paraphrase: its restatements bring a third of new words each, so they
+    # read as the plan's next steps until the sixth message.
+    "b12s-podcast-edit-plan-monologue": "late",
     # A plan restated in paraphrase with think calls between, whose restatements announce
     # nothing ("Plan recap: 1) roster, 2) ..."): sections of a report share their topic's
     # nouns as much, so words alone cannot tell them apart.
@@ -206,9 +223,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (404 stuck, 464 healthy, in twelve rounds), judged as cases/README.md judges."""
+    (424 stuck, 488 healthy, in thirteen rounds), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 404, "healthy": 464}[label]
+    assert len(judged) == {"stuck": 424, "healthy": 488}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }
@@ -297,6 +314,31 @@ def test_review_cases(policy) -> None:
         "tutor-steps": "ok",
         "release-notes-think-between": "ok",
         "sha256-named-files": "ok",
+        # The break-it review of the final fixes: identities added by single-letter options,
+        # spent allowances and rate limits, minutes as units, dates and server fields in
+        # answers, announcements that share only "I'll now", an item between head and end.
+        "flags-auth-header-after-401s": "ok",
+        "flags-curl-u-after-401s": "ok",
+        "flags-psql-U-after-auth-failures": "ok",
+        "flags-ssh-i-after-denied": "ok",
+        "quota-spent-says-retry-after-upgrade": "ok",
+        "quota-minutes-exhausted-retry-after-period": "ok",
+        "quota-daily-403-now-retryable": "ok",
+        "quota-429-try-again-later": "ok",
+        "quota-429-please-wait": "ok",
+        "quota-exhausted-per-minute-deterministic": "ok",
+        "retry-in-word-in-permanent-error": "ok",
+        "metric-elapsed-min-failure": "ok",
+        "metric-elapsed-min-poll": "ok",
+        "answers-server-processed-fanout": "ok",
+        "answers-requested-by-fanout": "ok",
+        "answers-mongo-ids-fanout": "ok",
+        "answers-created-at-items": "ok",
+        "r13-answers-server-processed-fanout": "ok",
+        "r13-answers-requested-by-fanout": "ok",
+        "mono-announce-words-only": "ok",
+        "mono-announce-letme": "ok",
+        "pages-item-in-uncompared-gap": "ok",
     }
 
 

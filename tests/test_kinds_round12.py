@@ -52,14 +52,24 @@ def test_a_time_taken_in_compact_json_is_volatile() -> None:
 
 def test_a_plan_announced_again_and_again_in_paraphrase_is_a_monologue(policy, tmp_path: Path) -> None:
     messages = [
-        "Plan for episode 142: I'll download the host, guest and room stems, denoise the guest track, cut the three flubs, normalise to -16 LUFS, add chapters and upload the draft.",
-        "Before I start, let me restate the approach: the stems come down from the bucket, the guest track gets denoised, the flubs are cut, loudness to -16 LUFS, then chapters and upload.",
-        "OK, I'll now fetch the stems, denoise the guest, edit out the flubs, set loudness to -16 LUFS, add chapters and upload the draft.",
-        "Proceeding: download the stems first, then clean the guest track, remove the flubs, loudness, chapters and the upload.",
+        "I'll check the export job logs for the nightly run to find the failure.",
+        "Let me look at the nightly export job logs to see why it failed.",
+        "Proceeding to check the logs of the nightly export job for the failure.",
+        "I will now inspect the nightly export job logs to find what failed.",
+        "Starting with the nightly export job logs, I'll find the failure cause.",
     ]
     report = replay(policy, tmp_path, [step(None, output=text, agent="producer") for text in messages])
     assert first(report) == (3, "replan")
     assert "near_duplicate/reworded_message" in signals_at(report, 3)
+    # A tutor's or a builder's next step brings its own words: no restatement.
+    steps = [
+        "I'll start by outlining the database schema for the inventory service.",
+        "I'll now write the SQL migration for the inventory tables.",
+        "I'll now write the Python models with SQLAlchemy.",
+        "I'll now add the REST endpoints for stock levels and reservations.",
+        "I'll now cover the endpoints with pytest unit tests and fixtures.",
+    ]
+    assert first(replay(policy, tmp_path, [step(None, output=text, agent="builder") for text in steps])) is None
 
 
 def test_sections_of_a_write_up_are_no_monologue(policy, tmp_path: Path) -> None:

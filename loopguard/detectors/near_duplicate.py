@@ -70,6 +70,9 @@ _NEVER_PAGES = frozenset({"write", "handoff", "think", "wait"})
 #: Characters of a long page's head and end that a cursor page's digest reads (cursors whose
 #: lengths differ by up to 64 characters in all cannot shift what is read).
 _ALIGNED_HEAD, _ALIGNED_END = MAX_COMPARED - 64, END_KEPT - 64
+#: The same for a paging sequence's page, whose position fields differ by a few characters
+#: (Observation.middle reaches as far as this end's start).
+_RANGE_ALIGNED_HEAD, _RANGE_ALIGNED_END = MAX_COMPARED - 16, END_KEPT - 64
 #: Tools whose recent calls, previous call and cursor pages are remembered.
 _TOOLS_REMEMBERED = 256
 
@@ -771,19 +774,40 @@ _REAL_FLAG = "<flag>"
 #: Flags that often are the fix after a failure: create parents, force, recurse, assume yes
 #: (mkdir -p, rm -f, cp -r, apt-get -y, --force); other flags (ls -la, cat -n, curl -sS,
 #: --no-progress) change what is printed or how, not whether the command can work.
-_ACTION_FLAG_WORDS = frozenset({"p", "parents", "f", "force", "r", "recursive", "y", "yes", "assume", "symbolic", "overwrite"})
+_ACTION_FLAG_WORDS = frozenset(
+    {"p", "parents", "f", "force", "r", "recursive", "y", "yes", "assume", "symbolic", "overwrite", "amend", "legacy", "insecure", "verify", "unsafe"}
+)
 _ACTION_FLAG_LETTERS = frozenset("pfrRy")
-#: Programs whose -s is the fix, not silence (ln -s makes a symbolic link).
+#: Programs whose -s is the fix, not silence (ln -s makes a symbolic link), and whose -i is
+#: (sed -i edits in place); programs whose -f and -p follow or look back (kubectl logs -f).
 _SYMBOLIC_S_PROGRAMS = frozenset({"ln"})
+_IN_PLACE_PROGRAMS = frozenset({"sed", "perl"})
+_FOLLOW_PROGRAMS = frozenset({"kubectl", "tail", "journalctl", "docker", "oc"})
+#: Single-letter options whose word is an identity (curl -u user:pw, psql -U admin, ssh -i key),
+#: and what a word carrying credentials says ("Authorization: Bearer ...").
+_IDENTITY_LETTERS = frozenset("uU")
+_CREDENTIAL_VALUE = re.compile(r"(?i)authorization|bearer |api[-_]?key|token|password|\.pem\b|id_rsa|id_ed25519")
 
 
 def _action_flag(flag: str, program: str) -> bool:
     """Whether a command flag may change whether the command can work (``-p``, ``-rf``,
-    ``--force``, ``-s`` for ``ln``), not only what it prints or how."""
-    if flag[:2] != "--":
+    ``--force``, ``-s`` for ``ln``, ``-i`` for ``sed``), not only what it prints or how."""
+    if flag[:2] != "--" and not _long_single_dash(flag):
         letters = flag[1:]
-        return not _ACTION_FLAG_LETTERS.isdisjoint(letters) or ("s" in letters and program in _SYMBOLIC_S_PROGRAMS)
-    return not _ACTION_FLAG_WORDS.isdisjoint(split_name(flag[2:]))
+        if program in _FOLLOW_PROGRAMS:
+            letters = letters.replace("f", "").replace("p", "")
+        return (
+            not _ACTION_FLAG_LETTERS.isdisjoint(letters)
+            or ("s" in letters and program in _SYMBOLIC_S_PROGRAMS)
+            or ("i" in letters and program in _IN_PLACE_PROGRAMS)
+        )
+    return not _ACTION_FLAG_WORDS.isdisjoint(split_name(flag.lstrip("-")))
+
+
+def _long_single_dash(flag: str) -> bool:
+    """A long option written with one dash (terraform's ``-no-color``, find's ``-print``), not
+    a cluster of letters (``-rf``, ``-lah``)."""
+    return "-" in flag[1:] or len(flag) > 4
 
 
 def _names_version(path: tuple[str, ...]) -> bool:
@@ -820,9 +844,12 @@ def _add_command_fields(command: str, path: tuple[str, ...], fields: dict[tuple[
             fields[path + (flag + "!",)] = _REAL_FLAG
         if len(name) == 1 and not _ASSIGNMENT.match(name):
             # Whether a single letter takes the next word cannot be told (curl -s URL): the
-            # letter is a flag and the word stays with the others.
+            # letter is a flag and the word stays with the others; a word that carries an
+            # identity (-H "Authorization: ...", -u user:pw, -U admin, ssh -i key) is a real change.
             fields.setdefault(path + (flag,), True)
             words.append(value)
+            if name in _IDENTITY_LETTERS or _CREDENTIAL_VALUE.search(value) is not None:
+                fields[path + (flag + "@",)] = _REAL_FLAG
         elif not _is_identity(name) and not _is_volatile(value):
             fields[path + ("-" + name,)] = _decimal_text(value) or _NOT_ALPHANUMERIC.sub("", value.lower())
     for token in rest:
@@ -830,8 +857,8 @@ def _add_command_fields(command: str, path: tuple[str, ...], fields: dict[tuple[
             # A flag that may be the fix (mkdir -p, rm -f, --force, ln -s) changes what the
             # command does; another (ls -la, grep -i, curl -sS, --no-progress) is cosmetic. A
             # cluster of letters is read letter by letter (-rn and -rni differ by -i).
-            for flag in [token] if token[:2] == "--" else ["-" + letter for letter in token[1:]]:
-                fields[path + (flag if token[:2] != "--" else flag.lower(),)] = _REAL_FLAG if _action_flag(flag, program) else True
+            for flag in [token] if token[:2] == "--" or _long_single_dash(token) else ["-" + letter for letter in token[1:]]:
+                fields[path + (flag if len(flag) == 2 else flag.lower(),)] = _REAL_FLAG if _action_flag(flag, program) else True
         else:
             words.append(token)
     fields[path] = frozenset(_WORD.findall(_INNER_DASH.sub("", " ".join(words).lower())))
@@ -882,6 +909,9 @@ MONOLOGUE_OVERLAP = 0.25
 #: Share of the shorter message's words that, deep in a monologue, makes an announcement of
 #: what the agent will do a restatement of an earlier announcement.
 ANNOUNCEMENT_OVERLAP = 0.4
+#: Share of an announcement's words, at most, that the agent had not written since the last
+#: news, for it to restate rather than announce the next step.
+ANNOUNCEMENT_NEW_WORDS = 0.4
 # What an agent's message says when it announces its next action (lowercased text).
 _ANNOUNCES = re.compile(
     r"\b(?:i['’]ll|i will|i am going to|i['’]m going to|let me|next,? i|now i|proceeding|i['’]m starting|"
@@ -1035,8 +1065,13 @@ class NearDuplicate:
             rewords = overlap >= self._message_similarity or (said.in_a_row > self._repeats and overlap >= MONOLOGUE_OVERLAP)
             if not rewords and said.in_a_row >= self._repeats and _announces(text):
                 # (Only deep in a row of messages: the scan for an announcement costs.)
-                rewords = any(
-                    _overlap(earlier, words) >= ANNOUNCEMENT_OVERLAP and _announces(earlier_text) for earlier, earlier_text in zip(said.words, said.texts)
+                # Restated, not the next step announced: it says little that the agent has not said
+                # (a tutor's or a builder's next step brings its own words).
+                plan = words - _ANNOUNCEMENT_WORDS  # (two "I'll now ..." share those words whatever they announce)
+                said_before = frozenset().union(*said.words) if said.words else frozenset()
+                rewords = len(plan - said_before) <= ANNOUNCEMENT_NEW_WORDS * len(plan) and any(
+                    _overlap(earlier - _ANNOUNCEMENT_WORDS, plan) >= ANNOUNCEMENT_OVERLAP and _announces(earlier_text)
+                    for earlier, earlier_text in zip(said.words, said.texts)
                 )
         else:
             rewords = False
@@ -1164,8 +1199,8 @@ class NearDuplicate:
             # head, its end and its middle (see Observation.middle).
             positions = positions or ()
             head, end = _page_body(_without_fields(positions, text), ()), _page_body(_without_fields(positions, observation.end), ())
-            if observation.end:  # (compared away from their fixed-length cuts: see _follows_cursor)
-                head, end = head[:_ALIGNED_HEAD], end[-_ALIGNED_END:]
+            if observation.end:  # (compared away from their fixed-length cuts: positions differ by a few characters)
+                head, end = head[:_RANGE_ALIGNED_HEAD], end[-_RANGE_ALIGNED_END:]
             page = hash((head, end, observation.middle))
         if pages.known(page):
             record.repeats_known = True  # a new range, a page already read: the offsets wrapped
@@ -1367,8 +1402,11 @@ _GENERATED = re.compile(
     r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b(?=[0-9a-f]{0,200}\d)(?=[0-9a-f]{0,200}[a-f])[0-9a-f]{12,}\b"
 )
 #: Words of a field's name that say it stamps when the response was made ("created_at",
-#: "served_at", "generated_at", "server_time", "retrieved_at"): its time is no answer.
+#: "served_at", "generated_at", "server_time", "retrieved_at"), with a word for a time: its
+#: time, to the millisecond, is no answer (an item's "created_at" to the second is data).
 _STAMP_TIME_WORDS = frozenset({"created", "generated", "served", "retrieved", "fetched", "server", "responded", "requested", "processed"})
+_TIME_WORDS = frozenset({"at", "time", "timestamp", "ts"})
+_SUBSECOND = re.compile(r"\d\d:\d\d:\d\d[.,]\d")
 
 
 def _without_response_stamps(body: str) -> str:
@@ -1381,7 +1419,12 @@ def _without_response_stamps(body: str) -> str:
 
 def _unless_stamp(field: re.Match[str]) -> str:
     key = field[2]
-    return "" if _is_stamp(key) or names_duration(key) or not _STAMP_TIME_WORDS.isdisjoint(split_name(key)) else field[0]
+    if _is_stamp(key) or names_duration(key):
+        return ""
+    words = split_name(key)
+    if not _STAMP_TIME_WORDS.isdisjoint(words) and not _TIME_WORDS.isdisjoint(words) and _SUBSECOND.search(field[0]):
+        return ""
+    return field[0]
 
 
 def _skeleton(text: str) -> int:
@@ -1406,6 +1449,11 @@ def _answer_body(text: str, echoes: list[str]) -> str:
 
 
 _ANNOUNCEMENT_READ = 600  # characters of a message read for an announcement
+#: The words announcements are made of, as text and as the bytes of ASCII messages' word sets.
+_ANNOUNCEMENT_TEXT = frozenset(
+    "i ll will now next let me proceeding proceed starting start beginning begin kicking kick off going about am m then first".split()
+)
+_ANNOUNCEMENT_WORDS: frozenset[Any] = _ANNOUNCEMENT_TEXT | frozenset(word.encode("ascii") for word in _ANNOUNCEMENT_TEXT)
 
 
 def _announces(text: str) -> bool:
