@@ -694,6 +694,12 @@ def _classify_head(head: str) -> str:
 _SKELETON_DELETE = b"0123456789abcdef" + bytes(code for code in range(128) if chr(code).isspace())
 
 
+def skeleton_digest(lowered: str) -> int:
+    """Digest of a lowercased text's skeleton (see ``_SKELETON_DELETE``): texts that differ only
+    in digits, hex letters or ASCII spacing share it."""
+    return hash(lowered.encode("utf-8", "surrogatepass").translate(None, _SKELETON_DELETE))
+
+
 _MIDDLE_BLOCK, _MIDDLE_MARGIN = 64, 48
 
 

@@ -46,7 +46,7 @@ from urllib.parse import parse_qsl, quote_plus, urlsplit
 
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
-from ..observations import END_KEPT, MAX_COMPARED, Observation, names_duration
+from ..observations import END_KEPT, MAX_COMPARED, Observation, names_duration, skeleton_digest
 from ..signature import is_digest_placeholder
 from ..tool_names import COMMAND_ARGUMENT_NAMES, NAME_LIMIT, split_name
 from .base import BoundedMap, CallRecord, RunMemory, describe, resources
@@ -215,7 +215,7 @@ class _Shape:
     span_text: str = ""  # the range as a message shows it (formatted once per signature)
     range_keys: tuple[Any, ...] = ()  # the argument keys the range comes from (not for ranges inside a value)
     sequence: int = 0  # digest of the structure: the paging sequence a ranged call belongs to
-    options: tuple[tuple[str, str], ...] = ()  # a command's named options and their values (see _command_options)
+    options: tuple[tuple[str, str], ...] = ()  # a command's named options and their values (see _command_parts)
 
 
 #: The shape of arguments with no text, range, throwaway key or volatile value (see _plain).
@@ -396,7 +396,7 @@ def shape_of(record: CallRecord) -> _Shape:
                 text_keys.append(key)
                 words |= _words(value)
                 if key in COMMAND_ARGUMENT_NAMES and "-" in value:
-                    options.extend(_command_options(value))
+                    options.extend(_command_parts(value)[0])
                 continue
         exact.append((key, value if isinstance(value, (str, int, float, bool, type(None))) else repr(_stable(value, 0))[:500]))
     structure = (record.tool, tuple(exact), tuple(text_keys), span is not None)
@@ -413,11 +413,6 @@ def shape_of(record: CallRecord) -> _Shape:
 # (--filter="a b" is one token).
 _COMMAND_TOKEN = re.compile(r"""(?:[^\s'"]+|'[^']*'|"[^"]*")+""")
 _OPTIONS_READ = 40  # tokens of a command read for options
-
-
-def _command_options(command: str) -> list[tuple[str, str]]:
-    """A command's named options with a value (see :func:`_command_parts`)."""
-    return _command_parts(command)[0]
 
 
 def _command_parts(command: str) -> tuple[list[tuple[str, str]], list[str]]:
@@ -1101,7 +1096,7 @@ class NearDuplicate:
           that wrapped around). Runs only once a range was read.
         * A call with text arguments (a query, a task) whose answer is the one a differently
           worded call of the tool with the same other arguments got since the latest change,
-          the wording echoed and decimal scores aside, marks the call ``repeats_known`` and
+          the wording echoed and relevance scores aside, marks the call ``repeats_known`` and
           ``same_answer``; ``repeats`` such calls make a ``reworded_call`` signal (a reworded
           search that keeps finding the same articles, a delegation reworded that gets the
           same refusal).
@@ -1138,7 +1133,7 @@ class NearDuplicate:
         # when skeletons meet, by their text without the fields that stamp a response (request
         # ids, timings): other digits are data (another month's sums, another address's
         # coordinates). The field scan runs only for answers that look alike.
-        digest = hash((shape.structure, _skeleton(body)))
+        digest = hash((shape.structure, skeleton_digest(body)))
         answer = self._answers.get(digest)
         key = record.signature.key
         if answer is None or answer.changes != self._changes:
@@ -1387,8 +1382,6 @@ _SCORES = tuple(
     (word, re.compile(word + r"""["']?\s*[:=]\s*["']?-?\d+(?:\.\d+)?(?:e-?\d+)?"""))
     for word in ("score", "relevance", "similarity", "confidence", "distance")
 )
-# What a skeleton leaves out of a text: digits, the letters a-f and whitespace (as observations do).
-_SKELETON_DELETE = b"0123456789abcdef \t\n\r\x0b\x0c"
 
 
 # A quoted "key": value field of a lowercased JSON answer (string or number value).
@@ -1425,10 +1418,6 @@ def _unless_stamp(field: re.Match[str]) -> str:
     if not _STAMP_TIME_WORDS.isdisjoint(words) and not _TIME_WORDS.isdisjoint(words) and _SUBSECOND.search(field[0]):
         return ""
     return field[0]
-
-
-def _skeleton(text: str) -> int:
-    return hash(text.encode("utf-8", "surrogatepass").translate(None, _SKELETON_DELETE))
 
 
 def _answer_body(text: str, echoes: list[str]) -> str:
