@@ -16,16 +16,17 @@ streak of their own results together, whatever other calls came between them.
 from __future__ import annotations
 
 from ..decisions import Signal
-from ..policy.schema import NoProgressDetector
+from ..policy.schema import FailureDetector, NoProgressDetector
 from ..observations import NO_MATCH, Observation, is_acknowledgement, is_empty_data, is_final, is_pending, reports_failure
 from .base import BoundedMap, CallRecord, RunMemory, describe, polls
+from .failure import FORGIVEN_AFTER_NEW_CHANGES
 from ..tool_names import runs_command, writes_by_name
 
 _TOOLS_REMEMBERED = 256
 #: Identical failures of a call, this one included, that a change not tried before between
-#: them keeps out of the call's own streak: the failure detector's default attempts (2) plus
-#: its FORGIVEN_AFTER_NEW_CHANGES (2).
-_FORGIVEN_FAILURES = 4
+#: them keeps out of the call's own streak: the failure detector's default attempts plus its
+#: FORGIVEN_AFTER_NEW_CHANGES (a policy's own attempts are not read here).
+_FORGIVEN_FAILURES = FailureDetector.model_fields["attempts"].default + FORGIVEN_AFTER_NEW_CHANGES
 #: Kinds whose results never count: a scratchpad, a deliberate pause.
 _NO_NEWS = frozenset({"think", "wait"})
 #: Characters of a short reply that a write tool's call may share with other calls.
