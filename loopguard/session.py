@@ -349,7 +349,8 @@ class Session:
             failure_signal = self._failure.result(record, memory, stale)
             if failure_signal is not None:
                 signals.append(failure_signal)
-            if not stale and not observation.error and record.handoff_target is None:
+            if not stale and not observation.error and record.handoff_target is None and not stats.identical_pending:
+                # (A poll's unchanged pending state is no work done either, only not yet stale.)
                 self._handoff.work_done()
             return self._decide(policy, "after_call", self._steps - 1, record.signature.tool, record.index, signals, ALLOW)
         finally:
