@@ -92,19 +92,17 @@ BLIND_EXCEPTIONS = {
     # {"active": 1, "succeeded": 0, "failed": 0} three times with no wait: "failed" as a
     # key reads as a final state, so the job poll is no pending poll.
     "k8s-job-poll-identical-active": "false_alarm",
-    # Round 13 (all the issue's kinds again, written against this session's final code and kept
-    # as measured: 10 of 20 stuck runs judged right when written, 24 of 24 healthy). Not yet
-    # analysed; left for the next session:
-    "b13s-realestate-sql-offset-past-end": "missed",
+    # Round 13 (all the issue's kinds again, written against the round-12 code: 10 of 20
+    # stuck runs judged right when written, 24 of 24 healthy; 16 of 20 now).
+    # An OAI-PMH harvest whose empty pages keep handing out resumption tokens past the stated
+    # list size: a cursor followed from empty pages is also how event streams are polled.
     "b13s-library-oai-token-never-ends": "missed",
-    "b13s-airline-reserve-search-requestid-churn": "missed",
+    # Re-reads after a condensation: one lap after a summary is a recovery here and a loop in
+    # the satellite run below; only the summaries' content tells which (kept or dropped).
     "b13s-clinical-condense-reread-loop": "late",
     "b13s-satellite-memory-summary-redo": "premature",
-    "b13s-wedding-venue-hold-monologue": "late",
-    "b13s-kyc-screening-monologue": "late",
-    "b13s-port-customs-exam-handoff-circle": "missed",
-    "b13s-vet-refill-four-agent-circle": "missed",
-    "b13s-mining-timeseries-422-span": "late",
+    # The same paid call whose reply differs in a base-32 request id and the balance it
+    # charged: a number that changes reads as new data.
     "b13s-agritech-paid-et-forecast-burn": "missed",
     # Round 12 (the issue's kinds, hard variants, and healthy runs that look like round 11's
     # kinds, written against this session's round-11 code):
@@ -129,9 +127,6 @@ BLIND_EXCEPTIONS = {
     # A 422 retried with a BIC written with and without its branch code (COBADEFFXXX and
     # COBADEFF): read as another bank until the third alike.
     "b12s-payout-iban-checksum-reformat": "late",
-    # A plan restated in paraphrase: its restatements bring a third of new words each, so they
-    # read as the plan's next steps until the sixth message.
-    "b12s-podcast-edit-plan-monologue": "late",
     # A plan restated in paraphrase with think calls between, whose restatements announce
     # nothing ("Plan recap: 1) roster, 2) ..."): sections of a report share their topic's
     # nouns as much, so words alone cannot tell them apart.
@@ -181,8 +176,6 @@ BLIND_EXCEPTIONS = {
     # The second identical pull failure after a stash and pop that changed nothing, with the
     # stash answering what it answered before: a replan one step before the window.
     "b8s-git-pull-stash-pop-cycle": "premature",
-    # Paraphrases of one plan share few words: the monologue is read at its sixth message.
-    "b8s-monologue-planner-restates": "late",
     # Different wordings of one question, each with zero hits: only a warning (a search that
     # rewords its query after empty answers is also how healthy searching goes on).
     "b8s-kb-reworded-zero-hits": "missed",

@@ -384,10 +384,12 @@ def shape_of(record: CallRecord) -> _Shape:
                 found_range = _command_line_range(value) if "sed" in value or "NR" in value else None
                 if found_range is None and "?" in value:
                     found_range = _query_range(value)
+                if found_range is None and ("imit" in value or "IMIT" in value or "ffset" in value or "FFSET" in value):
+                    found_range = _sql_range(value)
                 if found_range is not None:
-                    # A command that prints a line range (sed -n '40,60p' log), or a URL that
-                    # pages (...?per_page=10&page=4): the range is compared on its own, the rest
-                    # of the value exactly.
+                    # A command that prints a line range (sed -n '40,60p' log), a URL that
+                    # pages (...?per_page=10&page=4), or a query that pages (LIMIT 50 OFFSET
+                    # 100): the range is compared on its own, the rest of the value exactly.
                     span, rest = found_range
                     exact.append((key, rest))
                     continue
@@ -513,6 +515,30 @@ def _query_range(value: str) -> tuple[tuple[float, float], str] | None:
     return span, value[: found.start()] + f"{base}?{kept}<range>" + value[found.end() :]
 
 
+# The rows a SQL query pages through: LIMIT n OFFSET m (PostgreSQL, SQLite, MySQL), OFFSET m
+# [ROWS] LIMIT n, OFFSET m ROWS FETCH NEXT n ROWS ONLY (SQL:2008, SQL Server, Oracle), or
+# MySQL's LIMIT m, n.
+_SQL_RANGE = re.compile(
+    r"\blimit\s+(?P<length>\d{1,15})\s+offset\s+(?P<low>\d{1,15})\b"
+    r"|\boffset\s+(?P<low2>\d{1,15})(?:\s+rows?)?\s+(?:limit\s+|fetch\s+(?:next|first)\s+)(?P<length2>\d{1,15})\b"
+    r"|\blimit\s+(?P<low3>\d{1,15})\s*,\s*(?P<length3>\d{1,15})\b",
+    re.IGNORECASE,
+)
+
+
+def _sql_range(value: str) -> tuple[tuple[float, float], str] | None:
+    """The rows a SQL query's first LIMIT/OFFSET clause reads, as (offset, offset + limit),
+    and the value with the clause replaced by ``<range>``; ``None`` when it names none."""
+    found = _SQL_RANGE.search(value[:_COMMAND_LIMIT])
+    if found is None:
+        return None
+    low = found["low"] or found["low2"] or found["low3"]
+    length = found["length"] or found["length2"] or found["length3"]
+    if int(length) == 0:
+        return None
+    return (float(low), float(int(low) + int(length))), value[: found.start()] + "<range>" + value[found.end() :]
+
+
 def _stable(value: Any, depth: int) -> Any:
     """A nested argument without its throwaway parts: throwaway keys dropped and volatile
     strings replaced, so ``{"headers": {"Idempotency-Key": <uuid>}}`` compares equal across
@@ -542,16 +568,19 @@ _IDENTITY_NAMES = frozenset(
         ("requestid",), ("request", "uuid"), ("nonce",), ("trace", "id"), ("traceid",), ("span", "id"),
         ("correlation", "id"), ("correlationid",), ("cache", "buster"), ("cachebuster",), ("cache", "bust"), ("cb",),
         ("order", "id"), ("request", "token"), ("request", "nonce"), ("ref",), ("reference",),
+        ("ts",), ("timestamp",), ("request", "ts"), ("request", "timestamp"),
     }
 )
-#: Names that are a request's identity only as the client's own: "client_order_id", "client_ref".
-_CLIENT_IDENTITY_NAMES = frozenset({("order", "id"), ("ref",), ("reference",)})
+#: Names that are a request's identity only as the client's own: "client_order_id", "client_ref",
+#: and the client's own stamp of when it sent the request ("client_ts", "clientTimestamp").
+_CLIENT_IDENTITY_NAMES = frozenset({("order", "id"), ("ref",), ("reference",), ("ts",), ("timestamp",)})
 
 
 def _is_identity(key: Any) -> bool:
     """A key that holds a request's own identity (``idempotency_key``, ``X-Request-ID``,
-    ``client_request_id``, ``client_order_id``, ``client_ref``, ``nonce``, ``_``), not what is asked for
-    (``leave_request_id``, ``pullRequestId``, ``client_id``, ``uuid``, ``timestamp``)."""
+    ``client_request_id``, ``client_order_id``, ``client_ref``, ``client_ts``, ``request_timestamp``,
+    ``nonce``, ``_``), not what is asked for (``leave_request_id``, ``pullRequestId``, ``client_id``,
+    ``uuid``, ``timestamp``)."""
     identity = _IDENTITY_KEYS.get(key)
     if identity is None:
         if len(_IDENTITY_KEYS) >= _KEY_KINDS_LIMIT:
@@ -695,6 +724,16 @@ def _names_credentials(path: tuple[str, ...]) -> bool:
     return bool(path) and not _CREDENTIAL_WORDS.isdisjoint(split_name(path[-1].lstrip("-?#")))
 
 
+#: Epoch times from 2001 to 2100, in seconds and in milliseconds.
+_EPOCH_SECONDS, _EPOCH_MILLISECONDS = (1_000_000_000, 4_102_444_800), (1_000_000_000_000, 4_102_444_800_000)
+#: Words of argument names that hold a time: a number there in the epoch ranges is a timestamp.
+_TIME_ARGUMENT_WORDS = frozenset("start end from to since until time timestamp ts at before after".split())
+
+
+def _names_time(path: tuple[str, ...]) -> bool:
+    return bool(path) and not _TIME_ARGUMENT_WORDS.isdisjoint(split_name(path[-1].lstrip("?")))
+
+
 def _names_setting(path: tuple[str, ...]) -> bool:
     return bool(path) and not _SETTING_WORDS.isdisjoint(split_name(path[-1].lstrip("?")))
 
@@ -754,6 +793,8 @@ def _add_fields(value: Any, path: tuple[str, ...], depth: int, fields: dict[tupl
             fields[path] = number or _NOT_ALPHANUMERIC.sub("", text.lower())
     elif kind is bool:
         fields[path] = value
+    elif kind is int and (_EPOCH_SECONDS[0] <= value < _EPOCH_SECONDS[1] or _EPOCH_MILLISECONDS[0] <= value < _EPOCH_MILLISECONDS[1]) and _names_time(path):
+        fields[path] = ""  # an epoch time ("start": 1722470400000), blanked as timestamps in texts are
     elif kind is float:
         fields[path] = _number_text(value)  # 18.4 and "18.40" are one amount
     elif value is not None:
@@ -908,9 +949,12 @@ ANNOUNCEMENT_OVERLAP = 0.4
 #: news, for it to restate rather than announce the next step.
 ANNOUNCEMENT_NEW_WORDS = 0.4
 # What an agent's message says when it announces its next action (lowercased text).
+# A message that opens with a participle ("Placing the hold now", "Running screen_party for ...")
+# or says "now executing" claims the action is under way, which with no tool call is an announcement.
 _ANNOUNCES = re.compile(
     r"\b(?:i['’]ll|i will|i am going to|i['’]m going to|let me|next,? i|now i|proceeding|i['’]m starting|"
-    r"starting with|beginning with|kicking off|i['’]ll now|will now|i['’]m about to)\b"
+    r"starting with|beginning with|kicking off|i['’]ll now|will now|i['’]m about to|now [a-z]{2,}ing)\b"
+    r"|^\W*(?!(?:nothing|something|anything|everything|during|according|regarding|morning|evening|string|thing|bring)\b)[a-z]{2,}ing\b"
 )
 
 _MESSAGE_WORD = re.compile(r"\w+")
@@ -1062,10 +1106,11 @@ class NearDuplicate:
                 # (Only deep in a row of messages: the scan for an announcement costs.)
                 # Restated, not the next step announced: it says little that the agent has not said
                 # (a tutor's or a builder's next step brings its own words).
-                plan = words - _ANNOUNCEMENT_WORDS  # (two "I'll now ..." share those words whatever they announce)
-                said_before = frozenset().union(*said.words) if said.words else frozenset()
+                # Words are compared by their stems: "placing the hold" restates "place the hold".
+                plan = _stems(words - _ANNOUNCEMENT_WORDS)  # (two "I'll now ..." share those words whatever they announce)
+                said_before = _stems(frozenset().union(*said.words)) if said.words else frozenset()
                 rewords = len(plan - said_before) <= ANNOUNCEMENT_NEW_WORDS * len(plan) and any(
-                    _overlap(earlier - _ANNOUNCEMENT_WORDS, plan) >= ANNOUNCEMENT_OVERLAP and _announces(earlier_text)
+                    _overlap(_stems(earlier - _ANNOUNCEMENT_WORDS), plan) >= ANNOUNCEMENT_OVERLAP and _announces(earlier_text)
                     for earlier, earlier_text in zip(said.words, said.texts)
                 )
         else:
@@ -1443,6 +1488,25 @@ _ANNOUNCEMENT_TEXT = frozenset(
     "i ll will now next let me proceeding proceed starting start beginning begin kicking kick off going about am m then first".split()
 )
 _ANNOUNCEMENT_WORDS: frozenset[Any] = _ANNOUNCEMENT_TEXT | frozenset(word.encode("ascii") for word in _ANNOUNCEMENT_TEXT)
+
+
+#: Inflections taken off words before announcements are compared (the first that fits).
+_INFLECTIONS = ("ing", "ed", "es", "s", "e")
+
+
+def _stems(words: frozenset[Any]) -> frozenset[str]:
+    """A message's words (text, or bytes for ASCII messages) without a common English
+    inflection: "placing", "placed" and "place" are one stem. Only words longer than the
+    inflection by four letters are cut ("uses" stays, "screening" is "screen")."""
+    stems = set()
+    for word in words:
+        text = word.decode("ascii") if type(word) is bytes else word
+        for inflection in _INFLECTIONS:
+            if len(text) > len(inflection) + 3 and text.endswith(inflection):
+                text = text[: -len(inflection)]
+                break
+        stems.add(text)
+    return frozenset(stems)
 
 
 def _announces(text: str) -> bool:
