@@ -4,7 +4,8 @@ Prints µs per step for synthetic runs of 100, 1,000, 10,000 and 100,000 steps (
 median of samples that each cover 10,000 steps, and the median and best of whole runs),
 each length's cost relative to 100 steps, the memory a session holds at the end of the
 run (tracemalloc, MB above an empty interpreter baseline), and the time to replay the
-200 tau-bench runs when ../shared/data is present.
+200 tau-bench runs when ../shared/data is present. It also times single steps on their own
+and prints the median (p50) and 99th percentile of their latencies.
 
     python bench/bench_session.py [--quick]
 """
@@ -126,6 +127,39 @@ def timed_rounds(guard: Guard, rounds: int) -> tuple[dict[int, list[float]], dic
     return samples, whole
 
 
+def step_latencies(guard: Guard, count: int, rounds: int = 3) -> tuple[float, float]:
+    """(p50, p99) in µs of single steps' latencies over runs of ``count`` steps: every
+    ``before_call`` and every ``after_call`` timed on its own (a clock read costs about
+    0.1 µs and is included), at least :data:`SAMPLE_STEPS` steps per round; the median of
+    ``rounds`` rounds. The per-step figures above are means over many steps, which the
+    rare expensive step (a long output read, a call blocked with its reasons) pulls up;
+    these say what a typical step costs."""
+    pairs = synthetic_steps(count)
+    clock = time.perf_counter
+    medians, tails = [], []
+    gc.collect()
+    gc.freeze()
+    try:
+        for _ in range(rounds):
+            latencies: list[float] = []
+            add = latencies.append
+            for _ in range(max(1, SAMPLE_STEPS // count)):
+                session = guard.session(run_id="latency")
+                for call, result in pairs:
+                    started = clock()
+                    session.before_call(call)
+                    between = clock()
+                    session.after_call(call, result)
+                    add(between - started)
+                    add(clock() - between)
+            latencies.sort()
+            medians.append(latencies[len(latencies) // 2] * 1e6)
+            tails.append(latencies[int(len(latencies) * 0.99)] * 1e6)
+    finally:
+        gc.unfreeze()
+    return statistics.median(medians), statistics.median(tails)
+
+
 def session_memory_mb(guard: Guard, count: int) -> float:
     pairs = synthetic_steps(count)
     gc.collect()
@@ -189,16 +223,18 @@ def main(argv: list[str] | None = None) -> int:
     # The ratio is taken within each round (same machine state, samples equally long), then
     # the median over the rounds.
     ratios = {count: statistics.median(_round_medians(samples[count], rounds)[index] / samples[LENGTHS[0]][index] for index in range(rounds)) for count in LENGTHS}
-    print(f"{'steps':>8} {'µs/step':>9} {'whole run':>10} {'best run':>9} {'vs 100':>7} {'session MB':>11}")
+    print(f"{'steps':>8} {'µs/step':>9} {'whole run':>10} {'best run':>9} {'vs 100':>7} {'step p50':>9} {'step p99':>9} {'session MB':>11}")
     for count in LENGTHS:
         memory = session_memory_mb(guard, count)
+        typical, tail = step_latencies(guard, count, rounds=1 if args.quick else 3)
         print(
             f"{count:>8} {statistics.median(samples[count]):>9.2f} {statistics.median(whole[count]):>10.2f} "
-            f"{min(whole[count]):>9.2f} {ratios[count]:>6.2f}x {memory:>11.3f}"
+            f"{min(whole[count]):>9.2f} {ratios[count]:>6.2f}x {typical:>9.2f} {tail:>9.2f} {memory:>11.3f}"
         )
     print(
-        f"µs/step: median of the {SAMPLE_STEPS:,}-step samples; whole run, best run: median and best of the "
-        "rounds' whole runs; vs 100: a round's samples against its 100-step sample, median over the rounds"
+        f"µs/step: median of the {SAMPLE_STEPS:,}-step samples (each a mean over its steps); whole run, best run: "
+        "median and best of the rounds' whole runs; vs 100: a round's samples against its 100-step sample, median "
+        "over the rounds; step p50, p99: single steps' latencies, each step timed on its own"
     )
     print(f"stuck run (one call failing the same way again and again): {stuck_run_cost(guard):.2f} µs per step")
     print(f"machine speed: the reference loop (bench_session.reference_loop) took {statistics.median(samples[0]):.0f} µs (median of the rounds)")

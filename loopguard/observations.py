@@ -162,6 +162,24 @@ def _failure_shape(head: str, has_tail: bool) -> int:
     return hash(f"{shape} <tail #>" if has_tail else shape)
 
 
+#: Shortest last line that can say what a failure is ("denied: permission_denied: ...").
+_FAILURE_LINE_LENGTH, _FAILURE_LINE_LIMIT = 24, 400
+
+
+def failure_line(text: str) -> str | None:
+    """A failure's own last line, lowercased, numbers replaced, a shell's ``[exit code N]``
+    left out: what the failure says after whatever a command printed first (``docker push``'s
+    layer progress, which ``--quiet`` leaves out). ``None`` for a last line too short to say
+    anything, or too long to be one message."""
+    text = text.rstrip()
+    if text.endswith("]") and "[exit code" in text[-24:]:
+        text = text[: text.rfind("[exit code")].rstrip()
+    line = text[text.rfind("\n") + 1 :].strip()
+    if not _FAILURE_LINE_LENGTH <= len(line) <= _FAILURE_LINE_LIMIT:
+        return None
+    return _DIGITS.sub("#", line.lower())
+
+
 # A JSON field with a number: its name and the number.
 _JSON_NUMBER_FIELD = re.compile(r'"([a-z_]{2,40})":\s?(-?\d+(?:\.\d+)?)(?=[,}\s])')
 
@@ -242,6 +260,7 @@ def _says_empty(stripped: str, ascii_text: bool) -> bool:
 _ZERO_ROWS = ("(0 rows)", "(0 rows affected)", "no rows selected")
 #: How a SQL client's timing line after the row count ends (psql's \\timing "Time: 12.1 ms").
 _TIMING_ENDS = (" ms", " sec", " s")
+_ROW_COUNT_ENDS = _ZERO_ROWS + _TIMING_ENDS  # (a cheap test before _zero_rows)
 
 
 def _zero_rows(stripped: str) -> bool:
@@ -741,7 +760,7 @@ class Observation:
             (so that outputs alike but for a few characters near their end share it), else 0.
     """
 
-    __slots__ = ("text", "end", "exact", "skeleton", "empty", "error", "failure_class", "shape", "middle", "_tail", "_fingerprint")
+    __slots__ = ("text", "end", "exact", "skeleton", "empty", "error", "failure_class", "shape", "middle", "unstamped", "_tail", "_fingerprint")
 
     def __init__(self, text: str, error: bool, failure_class: str | None, lowered: str | None = None, request: Any = None) -> None:
         """``lowered`` is ``text[:MAX_COMPARED].lower()`` when the caller has it already;
@@ -776,10 +795,11 @@ class Observation:
             if (stripped[-1:] == "]" and stripped.endswith(_SHELL_SUCCESS)) or stripped[:5] == "http/":
                 body = _content(body)  # without a shell's "[exit code 0]" or an HTTP response's headers
                 stripped = body.lower()
-            self.empty = _says_empty(stripped, ascii_text) or _zero_rows(stripped)
+            self.empty = _says_empty(stripped, ascii_text) or (stripped.endswith(_ROW_COUNT_ENDS) and _zero_rows(stripped))
             if not self.empty and self._tail is None and "[]" in stripped and stripped[:1] == "{":
                 self.empty = is_empty_envelope(body, request)  # (a cut text is no whole object: not parsed)
         self._fingerprint: int | None = None
+        self.unstamped: int | None = None  # (see near_duplicate.unstamped_digest)
         self.shape = _failure_shape(self.text, self._tail is not None) if error else 0
 
     @property

@@ -138,6 +138,29 @@ def _writes_by_name(name: str) -> bool:
     return not _WRITE_VERBS.isdisjoint(words)
 
 
+#: Verbs of tool names that act on something (a run, a deployment, a process) without a
+#: write verb: what a later read returns may change through them.
+_ACTION_VERBS = frozenset(
+    "run rerun execute exec start stop restart launch trigger deploy process scale rollback reboot kill terminate "
+    "invoke dispatch retry resume pause".split()
+)
+
+
+def acts_by_name(tool: str) -> bool:
+    """True when the tool's name says it changes state (:func:`writes_by_name`) or acts on
+    something (``instrument_run_protocol``, ``trigger_dag``, ``restart_service``) and has no
+    verb that reads (``run_query`` reads)."""
+    return _acts_by_name(tool[:NAME_LIMIT])
+
+
+@lru_cache(maxsize=4096)
+def _acts_by_name(name: str) -> bool:
+    if _writes_by_name(name):
+        return True
+    words = _name_words(name)
+    return bool(words) and _READ_VERBS.isdisjoint(words) and not _ACTION_VERBS.isdisjoint(words)
+
+
 def runs_command(tool: str, arguments: Any) -> bool:
     """True when the call runs a shell command or a script."""
     if type(arguments) is dict and any(type(arguments.get(key)) is str for key in _COMMAND_ARGUMENTS):

@@ -92,6 +92,23 @@ BLIND_EXCEPTIONS = {
     # {"active": 1, "succeeded": 0, "failed": 0} three times with no wait: "failed" as a
     # key reads as a final state, so the job poll is no pending poll.
     "k8s-job-poll-identical-active": "false_alarm",
+    # Round 14 (the issue's kinds in new domains, a third of them subtle, and healthy
+    # look-alikes, written against the round-13 code: 15 of 24 stuck and 25 of 26 healthy runs
+    # judged right when written).
+    # A DAG re-triggered, its failed task's log read and re-triggered again: each trigger
+    # mints a new run id and a trigger is an action, so the reads between may change.
+    "b14s-dataeng-airflow-retrigger-cycle": "missed",
+    # A gateway that hands back an earlier continuation token: pages 2 and 3 in a loop, read
+    # at the third lap; the pages differ in S3's HostId, which is no request id by its name.
+    "b14s-storage-s3-token-wraparound": "late",
+    # Re-reads after a condensation (as b13s-satellite-memory-summary-redo): the second lap is
+    # stopped as it ends, its writer puts the window after the second summary.
+    "b14s-iac-audit-condense-reread-loop": "premature",
+    # A circle of four agents: read when control comes around the second time (as round 12's).
+    "b14s-l10n-crew-four-agent-circle": "late",
+    # A student written as an agent ("student", not "user") who says "next" each time: its
+    # messages read as a monologue.
+    "b14h-22-ode-tutor-next-next": "false_alarm",
     # Round 13 (all the issue's kinds again, written against the round-12 code: 10 of 20
     # stuck runs judged right when written, 24 of 24 healthy; 16 of 20 now).
     # An OAI-PMH harvest whose empty pages keep handing out resumption tokens past the stated
@@ -112,7 +129,8 @@ BLIND_EXCEPTIONS = {
     # Pods re-listed among describes and events, the same ImagePullBackOff each time: read at
     # the fourth listing, one step after the window.
     "b12s-k8s-imagepull-pods-recheck": "late",
-    # Trigger, log, query in a cycle: each trigger mints a new run id, so no call repeats.
+    # Trigger, log, query in a cycle: each trigger mints a new run id, so no call repeats (as
+    # b14s-dataeng-airflow-retrigger-cycle).
     "b12s-airflow-retrigger-cycle": "missed",
     # The same flight search with a fresh client reference: the replies are over 2 KB and
     # differ in their tails (offer ids), which are compared exactly.
@@ -180,8 +198,9 @@ BLIND_EXCEPTIONS = {
     # rewords its query after empty answers is also how healthy searching goes on).
     "b8s-kb-reworded-zero-hits": "missed",
     # Round 7 (coding loops, paging and long polls, written against the round-6 fixes):
-    # A redelivered message with a new receipt handle and receive count each time: new text.
-    "b7-stuck-sqs-message-never-deleted": "missed",
+    # A redelivered message with a new receipt handle and receive count each time: new text,
+    # until a read between answers the same a third time with nothing changed.
+    "b7-stuck-sqs-message-never-deleted": "late",
     # The same record read again at a fixed offset between inserts: caught one step late.
     "b7-stuck-kafka-fixed-offset-reconsume": "late",
     # An ignored page parameter (pg=) whose pages differ only in the echoed URL.
@@ -216,9 +235,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (424 stuck, 488 healthy, in thirteen rounds), judged as cases/README.md judges."""
+    (448 stuck, 514 healthy, in fourteen rounds), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 424, "healthy": 488}[label]
+    assert len(judged) == {"stuck": 448, "healthy": 514}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }

@@ -140,12 +140,19 @@ class SignatureStats:
             idempotency key, a request id, a nonce, a cache buster): the digest of the call
             without it, shared by the calls that differ only there; ``None`` otherwise (the
             signature key is the call's identity).
+        writes_at_result: the run's count of writes (``RunMemory.writes``) when the call's
+            latest result came: a later result with the same count had nothing written
+            under it.
+        rechecks: the call's latest results in a row that repeated its previous result with
+            nothing changed in the run between (see no_progress).
+        acts: the call may change what other calls read: it changes state, or its kind or
+            name says it writes or acts (``None`` until needed).
     """
 
     __slots__ = (
         "results", "last", "advancing_value", "advancing_between", "last_failure", "identical_pending", "polling",
         "failures", "novel_at_failure", "arguments_shape", "description", "stale_results", "sleeps", "changes_state",
-        "long_poll", "same_call", "resources",
+        "long_poll", "same_call", "resources", "writes_at_result", "rechecks", "acts",
     )
 
     def __init__(self) -> None:
@@ -167,6 +174,9 @@ class SignatureStats:
         self.long_poll: bool | None = None
         self.same_call: int | None = None
         self.resources: frozenset[str] | None = None
+        self.writes_at_result = 0
+        self.rechecks = 0
+        self.acts: bool | None = None
 
     @property
     def advancing(self) -> bool:
@@ -195,6 +205,10 @@ class RunMemory:
     changed_resources: BoundedMap[str, int] = field(default_factory=lambda: BoundedMap(256))
     changed_anything: int = 0
     new_changes: int = 0  # state changes by calls made for the first time (an edit not tried before)
+    # Results of calls that may have changed anything: state changes, and calls whose kind or
+    # name says they write or act (an update, a send, a protocol run), whatever they touched
+    # (see no_progress rechecks).
+    writes: int = 0
 
     def note_change(self, record: CallRecord) -> None:
         """The call changed state: count it, against what it names (its result is not yet

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..decisions import Signal
-from ..observations import DETERMINISTIC, PERMANENT, REFUSED, RETRYABLE, Observation, is_not_found
+from ..observations import DETERMINISTIC, PERMANENT, REFUSED, RETRYABLE, Observation, failure_line, is_not_found
 from ..policy.schema import FailureDetector
 from .base import BoundedMap, CallRecord, RunMemory, SignatureStats, describe
 from .near_duplicate import same_target
@@ -50,7 +50,7 @@ class Failure:
         self._armed_after: int | None = None  # index of a call whose repeated failure came after new information
         self._armed_message = ""
         # Each tool's permanent failures in a row (see _tool_failure): [failure key, count, the
-        # latest failing call's arguments]. Bounded: tool names come from the agent.
+        # latest failing call's arguments, its failure line]. Bounded: tool names come from the agent.
         self._tool_failures: BoundedMap[str, list[Any]] = BoundedMap(_TOOLS_REMEMBERED)
 
     def reconfigure(self, config: FailureDetector) -> None:
@@ -183,15 +183,18 @@ class Failure:
         what was asked, so its exact text must repeat. Another error, a call about something
         else or a success of the tool starts again: fan-out over users, files or records
         that each fail for their own reason is no retry."""
-        key = observation.exact if is_not_found(observation.text) else shape
+        not_found = is_not_found(observation.text)
+        key = observation.exact if not_found else shape
+        # The same error said last, after other progress lines (a push's layers, which --quiet
+        # leaves out), is the same failure too; a not-found must repeat exactly.
+        line = None if not_found else failure_line(observation.text)
         arguments = record.signature.arguments
         tool = record.signature.tool
         streak = self._tool_failures.get(tool)
-        if streak is None or streak[0] != key or not same_target(streak[2], arguments):
-            self._tool_failures.put(tool, [key, 1, arguments])
+        if streak is None or (streak[0] != key and (line is None or streak[3] != line)) or not same_target(streak[2], arguments):
+            self._tool_failures.put(tool, [key, 1, arguments, line])
             return 1
-        streak[1] += 1
-        streak[2] = arguments
+        streak[0], streak[1], streak[2], streak[3] = key, streak[1] + 1, arguments, line
         return streak[1]
 
     def _escalated(self, record: CallRecord, outcome: str) -> Signal:

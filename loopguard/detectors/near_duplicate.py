@@ -623,13 +623,47 @@ def _without_identity(value: Any, depth: int) -> tuple[Any, bool]:
     if type(value) is not dict or depth >= 4:
         return value, False
     kept, dropped = {}, False
-    for key, item in sorted(list(value.items())[:50], key=lambda entry: str(entry[0])):
-        if _is_identity(key):
+    items = sorted(list(value.items())[:50], key=lambda entry: str(entry[0]))
+    # A request signed with a nonce stamps and signs it too: its time and signature are made
+    # anew with the nonce ({"nonce": ..., "timestamp": 1717424834, "signature": <hex>}).
+    signed = any(_is_identity(key) for key, _ in items)
+    for key, item in items:
+        if _is_identity(key) or (signed and _signs_request(key, item)):
             dropped = True
             continue
         kept[key], inner = _without_identity(item, depth + 1)
         dropped = dropped or inner
     return kept, dropped
+
+
+# A reply's count of all the items a query matches (not a page's count, nor an item's "total").
+_TOTAL_FIELD = re.compile(
+    r"""["']?(?:total[_-]?(?:results|count|hits|items|records|matches|rows)|complete[_-]?list[_-]?size)["']?\s*[:=]\s*["']?(\d{1,15})(?!\d)""",
+    re.IGNORECASE,
+)
+
+
+def _past_the_total(text: str, low: float) -> bool:
+    """Whether a page asked for from item ``low`` lies past the total its reply states (the
+    first such field; ``low`` must exceed it, as a 1-based start may equal it)."""
+    if "otal" not in text and "ize" not in text:
+        return False
+    found = _TOTAL_FIELD.search(text)
+    return found is not None and low > int(found[1])
+
+
+#: Names of the fields that sign a request beside its nonce: its time and its signature.
+_SIGNING_NAMES = frozenset({("timestamp",), ("ts",), ("signature",), ("sig",), ("signed", "at")})
+
+
+def _signs_request(key: Any, value: Any) -> bool:
+    """Whether a field beside a request identity is that request's stamp or signature: named
+    so, with a volatile value (an epoch time, a long hex digest, an ISO timestamp)."""
+    if tuple(split_name(str(key)[:NAME_LIMIT])) not in _SIGNING_NAMES:
+        return False
+    if type(value) is int:
+        return _EPOCH_SECONDS[0] <= value < _EPOCH_SECONDS[1] or _EPOCH_MILLISECONDS[0] <= value < _EPOCH_MILLISECONDS[1]
+    return type(value) is str and _is_volatile(value.strip())
 
 
 # Dashes inside an id ("8f2c3b1e-9a4d-4e0f") are formatting: without them the id is one word.
@@ -1152,6 +1186,12 @@ class NearDuplicate:
         if observation is None:
             return None
         signal = None
+        if record.sequence is not None and not observation.error and not observation.empty:
+            shape = record.stats.arguments_shape
+            if shape.span_text[:1] == "r" and _past_the_total(observation.text, shape.span[0]):
+                # Asked for items from an offset beyond the total the reply states ("startIndex":
+                # 31 of "totalResults": "23"): whatever else it says, the page holds nothing.
+                observation.empty = True
         if self._ranges_read and record.sequence is not None and not record.repeats_known and not observation.error and not observation.empty:
             self._read_page(record, observation)
         elif not observation.error and not observation.empty and len(observation.text) >= ANSWER_MIN_LENGTH:
@@ -1557,7 +1597,22 @@ _STAMP_OWNERS = frozenset({"request", "host", "trace", "correlation", "span", "s
 
 def _is_stamp(key: str) -> bool:
     words = split_name(key)
-    return "requestid" in words or (len(words) >= 2 and words[-1] == "id" and words[-2] in _STAMP_OWNERS)
+    return (
+        "requestid" in words
+        or (len(words) >= 2 and words[-1] == "id" and words[-2] in _STAMP_OWNERS)
+        or words[-1:] in (["cache"], ["cached"])  # how it was served ("cache": "HIT", "X-Cache")
+        or words[-2:] == ["cache", "status"]
+    )
+
+
+def unstamped_digest(observation: Observation) -> int:
+    """Digest of an output without its response stamps (see ``_without_response_stamps``):
+    two answers of one call that differ only in a request id of any form (``fx_2fDzKGvrvDYP``),
+    when they were served or whether from a cache share it. Computed once per output."""
+    digest = observation.unstamped
+    if digest is None:
+        digest = observation.unstamped = hash(_without_response_stamps(observation.text.lower()))
+    return digest
 
 
 # A field whose name says where a page is ("offset", "start", "page", "next_offset",

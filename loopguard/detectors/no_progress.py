@@ -20,7 +20,8 @@ from ..policy.schema import FailureDetector, NoProgressDetector
 from ..observations import NO_MATCH, Observation, is_acknowledgement, is_empty_data, is_final, is_pending, reports_failure
 from .base import BoundedMap, CallRecord, RunMemory, describe, polls
 from .failure import FORGIVEN_AFTER_NEW_CHANGES
-from ..tool_names import runs_command, writes_by_name
+from ..tool_names import acts_by_name, runs_command, writes_by_name
+from .near_duplicate import unstamped_digest
 
 _TOOLS_REMEMBERED = 256
 #: Identical failures of a call, this one included, that a change not tried before between
@@ -31,7 +32,13 @@ _FORGIVEN_FAILURES = FailureDetector.model_fields["attempts"].default + FORGIVEN
 _NO_NEWS = frozenset({"think", "wait"})
 #: Characters of a short reply that a write tool's call may share with other calls.
 _REPLY_LIMIT = 64
+#: Characters by which two answers of one call may differ in length and still be compared
+#: without their response stamps (ids and times of other lengths).
+_STAMPS_LENGTH = 64
 _BUCKET = 4  # outputs kept per skeleton
+#: Identical re-reads of a call, with nothing changed or waited for between, that are not yet
+#: stale: an agent may check a record once more.
+_RECHECKS_ALLOWED = 1
 #: contains_and_add's ``changes`` for a call that itself changes state: compare with any earlier output.
 _ANY_CHANGES = -1
 # What contains_and_add answers (true values when the output was seen).
@@ -266,12 +273,32 @@ class NoProgress:
 
         kind = "same_output"
         last = stats.last
+        if (
+            repeated_output == _NEW
+            and last is not None
+            and last.skeleton != observation.skeleton
+            and not observation.error
+            and not last.error
+            and memory.writes == stats.writes_at_result
+            and last.rest == observation.rest
+            and _REPLY_LIMIT < len(observation.text) <= len(last.text) + _STAMPS_LENGTH
+            and len(last.text) <= len(observation.text) + _STAMPS_LENGTH
+            and unstamped_digest(observation) == unstamped_digest(last)
+        ):
+            # The same answer to the same call but for the response's own stamps: a request id
+            # of any form (base-62 ids escape the skeleton), when and how it was served.
+            repeated_output = _FROM_SAME_CALL
+            last_skeleton_differs = True
+        else:
+            last_skeleton_differs = False
         # Whether the output equals this signature's previous one once volatile parts are
         # normalised ("identical") is settled only where it is needed, since normalising is the
         # costliest part of a result: the cheap tests of same_as tell most outputs apart, a
         # stalled poll needs the answer, and SignatureStats.advancing decides it on first read.
         identical: bool | None
-        if last is None or (last.exact != observation.exact and last.skeleton != observation.skeleton):
+        if last_skeleton_differs:
+            identical = True
+        elif last is None or (last.exact != observation.exact and last.skeleton != observation.skeleton):
             identical = False
         else:
             identical = True if last.exact == observation.exact else None  # None: not settled yet
@@ -328,7 +355,19 @@ class NoProgress:
             # news, re-reading a page or a record is how agents check (the call's own streak
             # counts empty answers, failures, re-reads and stalled polls). A long poll's same news
             # again is its own stale answer: the offset was left where it was.
-            own_stale = record.long_poll and repeated_output == _FROM_SAME_CALL
+            # The same answer a third time in a row to a read, with no write in the run and no
+            # wait since the first (nothing could have moved it), is its own stale answer too:
+            # one re-read may check, another only repeats it. (Short replies are
+            # acknowledgements and bare values, which many calls share.)
+            rechecked = (
+                repeated_output == _FROM_SAME_CALL
+                and identical is not False
+                and memory.writes == stats.writes_at_result
+                and record.tool_kind != "poll"
+                and len(observation.text) > _REPLY_LIMIT
+            )
+            stats.rechecks = stats.rechecks + 1 if rechecked else 0
+            own_stale = repeated_output == _FROM_SAME_CALL and (record.long_poll or stats.rechecks >= _RECHECKS_ALLOWED + 1)
             stale = repeated_output == _FROM_SAME_CALL or (
                 repeated_output == _FROM_OTHER_CALL and (stats.results > 0 or not _acknowledges(record, observation))
             )
@@ -354,6 +393,12 @@ class NoProgress:
             in_group = self._groups.get(group, 0) + 1 if grouped_stale else 0
             self._groups.put(group, in_group)
         stats.last = observation
+        acts = stats.acts
+        if acts is None:  # (once per signature)
+            acts = stats.acts = bool(stats.changes_state) or record.tool_kind == "write" or acts_by_name(tool)
+        if acts:
+            memory.writes += 1
+        stats.writes_at_result = memory.writes
         stats.last_failure = observation.failure_class
         stats.results += 1
 
@@ -365,9 +410,15 @@ class NoProgress:
                 memory.novel_results += 1
         # (An agent's own message that is new is no news from the world: the streak holds.)
 
-        if not self._active or (memory.stale_streak < self.patience and in_group < self.patience):
+        # A read answered the same again and again with nothing changed (see rechecks) keeps its
+        # own streak whatever other calls brought between: checked once too often.
+        rechecked = stats.rechecks > _RECHECKS_ALLOWED and stats.stale_results >= self.patience
+        if not self._active or (memory.stale_streak < self.patience and in_group < self.patience and not rechecked):
             return None, stale
         what = _WHAT[kind]
+        if rechecked and memory.stale_streak < self.patience:
+            message = f"{describe(record)} {what} {stats.rechecks + 1} times in a row, with nothing changed between"
+            return Signal(self.name, kind, self.config.weight, message, {"call": record.index, "stale_results": stats.stale_results}), stale
         if memory.stale_streak < self.patience:
             # Calls of one group that bring nothing new, with other calls between (each page
             # processed or appended somewhere, each order checked): stuck all the same.

@@ -1,0 +1,100 @@
+"""Kinds from blind round 14: a record re-read among other reads with nothing changed, answers
+that differ only in the response's own stamps, signed requests, pages past a stated total, and
+a permanent failure said last after a command's progress lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_detector_kinds import first, policy, replay, signals_at, step  # noqa: F401  (policy is a fixture)
+
+from loopguard.detectors.near_duplicate import _past_the_total, _signs_request
+from loopguard.observations import failure_line
+from loopguard.tool_names import acts_by_name
+
+TICKET = {"ticket": {"id": 88412, "subject": "Refund not received for order #A-55190", "status": "open", "priority": "high", "requester_id": 39120044}}
+
+
+def _lookups(count: int) -> list[dict[str, object]]:
+    """Reads of other things, each with news."""
+    return [step("search_kb", {"query": f"refund question {number}"}, {"results": [{"id": 360000 + number, "title": f"Refund article {number}"}]}) for number in range(count)]
+
+
+def test_a_record_re_read_among_other_reads_with_nothing_changed(policy, tmp_path: Path) -> None:
+    read = step("get_ticket", {"ticket_id": 88412}, TICKET)
+    steps = [entry for lookup in _lookups(4) for entry in (read, lookup)]
+    report = replay(policy, tmp_path, steps)
+    # The fourth identical answer: one re-read may check, the next ones only repeat it, and two
+    # such are no_progress's patience.
+    assert first(report) == (6, "stop")
+    assert signals_at(report, 6) >= {"repeat/interleaved_repeat", "no_progress/same_output"}
+
+
+def test_a_record_re_read_around_actions_is_healthy(policy, tmp_path: Path) -> None:
+    state = step("instrument_get_state", {"instrument": "hamilton-star-02"}, {"instrument": "hamilton-star-02", "state": "idle", "door": "closed", "errors": []})
+    steps = []
+    for plate in "ABCD":
+        run = {"run_id": f"HS2-5177{plate}", "plate": f"P24-0611-{plate}", "status": "completed", "warnings": []}
+        steps += [state, step("instrument_run_protocol", {"protocol": "elisa_il6_v7.hsl", "plate_barcode": f"P24-0611-{plate}"}, run)]
+    assert first(replay(policy, tmp_path, steps)) is None
+    # A read between updates sees what they changed: no re-read either.
+    steps = [entry for number in range(4) for entry in (step("sheets_update", {"range": f"Budget!B{number + 7}", "value": number}, {"updatedCells": 1}), step("sheets_get", {"range": "Budget!B15"}, {"formula": "=SUM(B2:B14)", "value": 405930}))]
+    assert first(replay(policy, tmp_path, steps)) is None
+    assert [acts_by_name(name) for name in ("instrument_run_protocol", "trigger_dag", "sheets_update", "run_query", "get_fx_rate", "list_macros")] == [True, True, True, False, False, False]
+
+
+def test_answers_alike_but_for_the_responses_stamps(policy, tmp_path: Path) -> None:
+    def rate(request_id: str, served: str, cache: str) -> dict[str, object]:
+        answer = {"data": {"base": "EUR", "quote": "USD", "date": "2024-05-14", "rate": "1.0802", "source": "ECB"}, "meta": {"served_at": served, "request_id": request_id, "cache": cache}}
+        return step("get_fx_rate", {"base": "EUR", "quote": "USD", "date": "2024-05-14"}, answer)
+
+    stamps = [("fx_2fDzKGvrvDYP", "2024-06-03T09:12:47.708Z", "MISS"), ("fx_kt6xXOGQQSdn", "2024-06-03T09:14:08.963Z", "HIT"), ("fx_v0jyuwaJ5YkN", "2024-06-03T09:16:13.251Z", "HIT"), ("fx_I64YZyLY0nJJ", "2024-06-03T09:18:25.209Z", "HIT")]
+    steps = [entry for (request_id, served, cache), lookup in zip(stamps, _lookups(4)) for entry in (rate(request_id, served, cache), lookup)]
+    assert first(replay(policy, tmp_path, steps)) == (6, "stop")
+    # Another rate is news, however it is stamped.
+    moving = [dict(entry) for entry in steps]
+    for index, value in zip((2, 4, 6), ("1.0811", "1.0797", "1.0830")):
+        moving[index]["output"] = json.loads(json.dumps(moving[index]["output"]).replace("1.0802", value))
+    assert first(replay(policy, tmp_path, moving)) is None
+
+
+def test_a_signed_request_made_anew_is_the_same_call(policy, tmp_path: Path) -> None:
+    def geocode(number: int) -> dict[str, object]:
+        params = {"address": "Industriestr. 14b, 7I336 Heilbronn, DE", "timestamp": 1717424834 + 60 * number, "nonce": f"a1809bfe0c9ecc{number:02d}", "signature": f"{number:02d}e94e0b834523c836a292f7afd44aedc3fafb36aee361ba6f76aa949d8192"}
+        answer = {"status": "ZERO_RESULTS", "results": [], "query": {"address": params["address"]}, "request_id": f"829601d7-4fd8-48ef-900d-c35c84b2a3{number:02d}"}
+        return step("http_request", {"method": "GET", "url": "https://geo.example.test/v2/geocode", "params": params}, answer)
+
+    report = replay(policy, tmp_path, [geocode(number) for number in range(5)])
+    assert first(report) == (2, "replan")
+    assert _signs_request("timestamp", 1717424834) and _signs_request("signature", "00e94e0b834523c836a292f7afd44aedc3fafb36")
+    assert not _signs_request("timestamp", "last week") and not _signs_request("address", "7I336")
+
+
+def test_pages_asked_for_past_the_stated_total(policy, tmp_path: Path) -> None:
+    def page(start: int, items: int) -> dict[str, object]:
+        answer: dict[str, object] = {"kind": "customsearch#search", "queries": {"request": [{"count": items, "startIndex": start, "totalResults": "23"}]}}
+        if items:
+            answer["items"] = [{"title": f"Result {start + number}", "link": f"https://example.test/{start + number}"} for number in range(items)]
+        return step("web_search", {"q": "CBAM quarterly report template", "start": start, "num": 10}, answer)
+
+    steps = [page(1, 10), page(11, 10), page(21, 3), page(31, 0), page(41, 0), page(51, 0)]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (4, "replan")
+    assert "no_progress/empty_result" in signals_at(report, 4)
+    assert _past_the_total('{"startIndex": 31, "totalResults": "23"}', 31)
+    assert not _past_the_total('{"total_count": 120, "items": []}', 100)
+    # An item's own total is no count of the results.
+    assert not _past_the_total('{"orders": [{"id": 7, "total": 12}]}', 40)
+
+
+def test_a_permanent_failure_said_last_after_progress_lines(policy, tmp_path: Path) -> None:
+    denied = "denied: permission_denied: The token provided does not match expected scopes.\n[exit code 1]"
+    progress = "The push refers to repository [ghcr.io/acme/ledger-api]\n5f70bf18a086: Preparing\nc1e2a4b7d903: Waiting\n"
+    commands = ["docker push ghcr.io/acme/ledger-api:2.8.1", "docker push --quiet ghcr.io/acme/ledger-api:2.8.1", "docker image push ghcr.io/acme/ledger-api:2.8.1", "docker push --disable-content-trust ghcr.io/acme/ledger-api:2.8.1"]
+    steps = [step("bash", {"command": command}, denied if "--quiet" in command else progress + denied, error=True) for command in commands]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (2, "replan")
+    assert "failure/repeated_permanent_failure_of_tool" in signals_at(report, 2)
+    assert failure_line(progress + denied) == failure_line(denied) == "denied: permission_denied: the token provided does not match expected scopes."
+    assert failure_line("Error\n[exit code 2]") is None
