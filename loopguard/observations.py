@@ -258,20 +258,18 @@ def _says_empty(stripped: str, ascii_text: bool) -> bool:
 #: SQL*Plus (MySQL's "Empty set (0.00 sec)" starts as an empty phrase does). Only a printout
 #: with one row count: several statements may have printed rows before.
 _ZERO_ROWS = ("(0 rows)", "(0 rows affected)", "no rows selected")
-#: How a SQL client's timing line after the row count ends (psql's \\timing "Time: 12.1 ms").
-_TIMING_ENDS = (" ms", " sec", " s")
-_ROW_COUNT_ENDS = _ZERO_ROWS + _TIMING_ENDS  # (a cheap test before _zero_rows)
+# A SQL client's timing line: psql's "Time: 12.1 ms", sqlcmd's "Completion time: ...".
+_TIMING_LINE = re.compile(r"(?:completion )?time: [^\n]*$")
 
 
 def _zero_rows(stripped: str) -> bool:
     """Whether a lowercased, stripped printout's only row count is zero rows (psql, sqlcmd,
     sqlplus), a timing line after it aside."""
-    if stripped.endswith(_TIMING_ENDS):
-        last = stripped.rfind("\n")
-        if last < 0 or "time" not in stripped[last:]:
-            return False
+    last = stripped.rfind("\n")
+    if last >= 0 and _TIMING_LINE.match(stripped, last + 1) is not None:
         stripped = stripped[:last].rstrip()
     return stripped.endswith(_ZERO_ROWS) and stripped.count(" row") == 1
+
 
 #: Empty data as programs print it: JSON's empty containers, redis-cli's nil and empty list.
 _EMPTY_DATA = frozenset({"[]", "{}", "[[]]", "(nil)", "(empty list or set)", "(empty array)"})
@@ -715,13 +713,7 @@ def _classify_head(head: str) -> str:
         return RETRYABLE
     if (_PERMANENT_WORDS_ASCII if ascii_text else _PERMANENT_WORDS).search(head):
         return PERMANENT
-    if "detail" in head and _VALIDATION_DETAIL.search(head) is not None:
-        return PERMANENT  # a request validation error, though its 422 is not in the text
     return DETERMINISTIC
-
-
-# FastAPI's (pydantic's) request validation error: {"detail": [{"loc": [...], "msg": ..., "type": ...}]}.
-_VALIDATION_DETAIL = re.compile(r"""["']detail["']\s*:\s*\[\s*\{(?:[^{}]|\{[^{}]{0,200}+\}){0,300}?["'](?:loc|msg)["']\s*:""")
 
 
 # Lowercased text without digits, the letters a-f and whitespace: outputs that differ only
@@ -795,7 +787,7 @@ class Observation:
             if (stripped[-1:] == "]" and stripped.endswith(_SHELL_SUCCESS)) or stripped[:5] == "http/":
                 body = _content(body)  # without a shell's "[exit code 0]" or an HTTP response's headers
                 stripped = body.lower()
-            self.empty = _says_empty(stripped, ascii_text) or (stripped.endswith(_ROW_COUNT_ENDS) and _zero_rows(stripped))
+            self.empty = _says_empty(stripped, ascii_text) or ((stripped.endswith(_ZERO_ROWS) or "time: " in stripped[-80:]) and _zero_rows(stripped))
             if not self.empty and self._tail is None and "[]" in stripped and stripped[:1] == "{":
                 self.empty = is_empty_envelope(body, request)  # (a cut text is no whole object: not parsed)
         self._fingerprint: int | None = None

@@ -30,7 +30,7 @@ from .detectors.handoff import Handoff
 from .detectors.near_duplicate import NearDuplicate
 from .detectors.no_progress import NoProgress
 from .detectors.repeat import Repeat
-from .observations import NO_MATCH, Observation, exit_status_only, message_body, observe, reports_failure
+from .observations import NO_MATCH, REFUSED, Observation, exit_status_only, message_body, observe, reports_failure
 from .policy.compile import CompiledPolicy, CompiledRule, ToolProfile
 from .rules import evaluate_rules
 from .signature import signature_of
@@ -323,7 +323,7 @@ class Session:
             observation = observe(result.output, result.error, record.signature.arguments)
             if observation.error:
                 observation = _no_match_or_failure(record, observation)
-                if observation.error:
+                if observation.error and observation.failure_class != REFUSED:  # (a refused call never ran)
                     run.failures += 1
                     turn.failures += 1
             record.observation = observation
@@ -349,8 +349,7 @@ class Session:
             failure_signal = self._failure.result(record, memory, stale)
             if failure_signal is not None:
                 signals.append(failure_signal)
-            if not stale and not observation.error and record.handoff_target is None and not stats.identical_pending:
-                # (A poll's unchanged pending state is no work done either, only not yet stale.)
+            if not stale and not observation.error and record.handoff_target is None:
                 self._handoff.work_done()
             return self._decide(policy, "after_call", self._steps - 1, record.signature.tool, record.index, signals, ALLOW)
         finally:

@@ -281,12 +281,26 @@ _EDIT_WORDS = frozenset(
 _EDITOR_WRITES = frozenset({"str", "replace", "insert", "create", "write", "edit", "undo", "patch", "append", "delete", "apply"})
 
 
+#: Arguments that hold a SQL statement, and the statements that write (after comments and a WITH).
+_SQL_ARGUMENT_NAMES = ("sql", "query", "statement", "statements")
+_SQL_WRITE = re.compile(
+    r"\s*(?:(?:--[^\n]*\n|/\*.*?\*/)\s*)*(?:with\b.*?\)\s*)?(?:insert|update|delete|merge|upsert|replace|alter|drop|create|truncate|grant|revoke)\b",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
 def changes_state(tool: str, arguments: Any) -> bool:
     """True when the call may change what later reads return: a tool named for editing files
     (``edit_file``, ``MultiEdit``, ``search_and_replace``), an editor command that writes
     (``{"command": "str_replace"}``), or a shell command that edits, redirects into, moves,
     removes or reformats files (``sed -i``, ``perl -pi``, ``echo x > f``, ``git checkout``,
-    ``black .``, a script fed by a heredoc, ``python -c "open('f', 'w')..."``)."""
+    ``black .``, a script fed by a heredoc, ``python -c "open('f', 'w')..."``), or a SQL
+    statement that writes (``{"sql": "UPDATE ..."}``)."""
+    if type(arguments) is dict and not arguments.keys().isdisjoint(_SQL_ARGUMENT_NAMES):
+        for key in _SQL_ARGUMENT_NAMES:
+            statement = arguments.get(key)
+            if type(statement) is str and _SQL_WRITE.match(statement[:2000]) is not None:
+                return True  # a SQL statement that writes (UPDATE ... SET status = 'approved')
     if type(arguments) is not dict or arguments.keys().isdisjoint(COMMAND_ARGUMENT_NAMES):
         return _edits_by_name(tool[:NAME_LIMIT])
     # A command says what the call does, whatever the tool's name ("str_replace_editor" views too).

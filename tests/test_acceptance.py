@@ -110,7 +110,16 @@ BLIND_EXCEPTIONS = {
     # messages read as a monologue.
     "b14h-22-ode-tutor-next-next": "false_alarm",
     # Round 13 (all the kinds again, written against the round-12 code: 10 of 20
-    # stuck runs judged right when written, 24 of 24 healthy; 16 of 20 now).
+    # stuck runs judged right when written, 24 of 24 healthy; 13 of 20 now).
+    # A circle through a status read that stays on HOLD: a pending state between handoffs
+    # reads as a poll, which is work (a supervisor checking a running job through an agent).
+    "b13s-port-customs-exam-handoff-circle": "missed",
+    # A circle of delegate_task(to=...) calls: a delegate tool's result is the delegate's work
+    # (a writer's draft), so its receipts here read as work done.
+    "b13s-vet-refill-four-agent-circle": "missed",
+    # A 422 span error retried with cosmetic changes: FastAPI's detail shape says nothing of
+    # whether retrying helps, so it is read as deterministic, one step after the window.
+    "b13s-mining-timeseries-422-span": "late",
     # An OAI-PMH harvest whose empty pages keep handing out resumption tokens past the stated
     # list size: a cursor followed from empty pages is also how event streams are polled.
     "b13s-library-oai-token-never-ends": "missed",
@@ -470,4 +479,4 @@ def test_readme_plain_python_loop_runs(tmp_path, monkeypatch) -> None:
     exec(compile(code, "README.md", "exec"), names)
     assert names["decision"].runs_tool is False
     assert names["tool_message"] == '{"error": true, "type": "policy_block", "message": "no searching"}'
-    assert (names["session"].run.tool_calls, names["session"].run.failures) == (0, 1)
+    assert (names["session"].run.tool_calls, names["session"].run.failures) == (0, 0)  # (a refused call never ran)

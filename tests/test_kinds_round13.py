@@ -1,6 +1,7 @@
-"""Kinds from blind round 13: SQL paging past the end, a client's own request stamp, handoff
-circles through a pending status and through delegate_* tools, request validation errors
-retried with times written another way, and a plan restated in participles."""
+"""Kinds from blind round 13 and the review of its changes: SQL paging past the end, a
+client's own request stamp, handoffs through delegate tools and pending polls that are healthy,
+validation errors, time windows compared by the times they name, and a plan restated in
+participles."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from test_detector_kinds import first, policy, replay, signals_at, step  # noqa: F401  (policy is a fixture)
 
-from loopguard.detectors.near_duplicate import _announces, _is_identity, _sql_range, same_target
+from loopguard.detectors.near_duplicate import _announces, _is_identity, _signs_request, _sql_range, same_target
 from loopguard.observations import classify_failure, observe
 from loopguard.policy import load_policy
 
@@ -62,66 +63,65 @@ def test_a_search_repeated_with_a_fresh_request_id_and_client_stamp(policy, tmp_
     assert "no_progress/same_output" in signals_at(report, 2)
 
 
-def test_a_clients_own_stamp_is_a_request_identity() -> None:
-    assert [_is_identity(key) for key in ("client_ts", "clientTimestamp", "request_ts", "x_request_timestamp")] == [True] * 4
-    # A time that says what is asked for is no identity.
-    assert [_is_identity(key) for key in ("timestamp", "ts", "event_ts", "request_time", "client_id")] == [False] * 5
+def test_a_clients_own_stamp_is_part_of_a_request_identity_only_beside_one() -> None:
+    assert _signs_request("client_ts", "2024-07-09T11:42:03Z") and _signs_request("clientTimestamp", 1717424834)
+    # Alone a "client_ts" is data (a tracked event's time), and a time that is asked for is no stamp.
+    assert [_is_identity(key) for key in ("client_ts", "timestamp", "ts", "event_ts", "request_time", "client_id")] == [False] * 6
+    assert not _signs_request("event_ts", "2024-07-09T11:42:03Z")
 
 
-def test_a_handoff_circle_through_a_status_that_stays_on_hold(policy, tmp_path: Path) -> None:
-    status = {"container": "MSCU7301452", "status": "HOLD", "holds": [{"type": "CBP_EXAM", "note": "Exam to be scheduled by terminal"}]}
-    lap = [
-        step("handoff", {"to": "customs_broker", "task": "Get customs release for MSCU7301452"}, "control transferred to customs_broker", agent="coordinator"),
-        step("get_customs_status", {"container": "MSCU7301452"}, status, agent="customs_broker", caller="coordinator"),
-        step("handoff", {"to": "yard_ops", "task": "Schedule the exam move"}, "control transferred to yard_ops", agent="customs_broker"),
-        step("handoff", {"to": "coordinator", "task": "Exam moves need release authorization"}, "control transferred to coordinator", agent="yard_ops"),
-    ]
-    report = replay(policy, tmp_path, lap * 3)
-    # Control went around twice since the first status read, the last news.
-    assert first(report) == (8, "stop")
-    assert "handoff/handoff_cycle" in signals_at(report, 8)
-    # A status that moves on between the handoffs is work done.
-    moving = [dict(entry) for entry in lap * 3]
-    for lap_number, index in enumerate((1, 5, 9)):
-        moving[index]["output"] = {**status, "status": ("HOLD", "EXAM_SCHEDULED", "RELEASED")[lap_number]}
-    assert first(replay(policy, tmp_path, moving)) is None
-
-
-def test_delegate_tools_hand_off_to_the_agent_they_name(policy, tmp_path: Path) -> None:
-    circle = [("front_desk", "records_clerk"), ("records_clerk", "pharmacy"), ("pharmacy", "vet_review"), ("vet_review", "front_desk")]
+def test_a_backfill_of_events_with_their_own_times_is_healthy(policy, tmp_path: Path) -> None:
     steps = [
-        step("delegate_task", {"to": target, "task": f"Carprofen refill for P-55310 ({target})"}, {"status": "delegated", "to": target, "task_id": f"tsk-{40211 + number}"}, agent=source)
-        for number, (source, target) in enumerate(circle * 3)
+        step("track_event", {"event": "app_opened", "user_id": "u_55102", "client_ts": f"2024-07-09T{hour:02d}:14:02Z"}, {"status": "ok", "events_ingested": 1, "request_id": f"req_00{hour}", "warnings": []})
+        for hour in (8, 9, 13, 16, 19)
     ]
-    report = replay(policy, tmp_path, steps)
-    assert first(report) == (7, "stop")
-    assert "handoff/handoff_cycle" in signals_at(report, 7)
+    assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_a_supervisor_polling_a_running_job_through_an_agent_is_healthy(policy, tmp_path: Path) -> None:
+    lap = lambda state: [  # noqa: E731
+        step("transfer_to_ops_agent", {}, "Successfully transferred to ops_agent", agent="supervisor"),
+        step("get_migration_status", {"migration_id": "mig-2024-07"}, {"migration_id": "mig-2024-07", "state": state, "phase": "backfill"}, agent="ops_agent"),
+        step("transfer_to_supervisor", {}, "Successfully transferred to supervisor", agent="ops_agent"),
+    ]
+    steps = lap("running") + lap("running") + lap("running") + lap("succeeded")
+    assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_delegating_work_that_comes_back_done_is_no_handoff_circle(policy, tmp_path: Path) -> None:
+    # A synchronous delegate tool's result is the delegate's work: a writer and a critic in turn.
+    outputs = ["Draft v1: ...", "Review: tighten the intro", "Draft v2: ...", "Review: cite the 2023 figures", "Draft v3: ...", "Review: approved"]
+    steps = [
+        step("delegate_task", {"to": ("writer", "critic")[number % 2], "task": f"round {number // 2 + 1}"}, f"{output} ({number})" + " details" * 12, agent="editor_in_chief")
+        for number, output in enumerate(outputs)
+    ]
+    assert first(replay(policy, tmp_path, steps)) is None
     compiled = load_policy("builtin:default")
-    assert [compiled.tool_profile(name).hands_off for name in ("delegate_task", "delegateWork", "delegated_reports", "transfer_funds")] == [True, True, False, False]
-    assert compiled.tool_profile("delegate_task").handoff_target is None  # ("task" names no agent)
+    assert [compiled.tool_profile(name).hands_off for name in ("delegate_task", "delegate_to_billing", "transfer_to_billing")] == [False, True, True]
 
 
-def test_a_request_validation_error_is_permanent() -> None:
-    fastapi_v1 = '{"detail":[{"ctx":{"max_span":"7d"},"loc":["query","end"],"msg":"requested span 30d exceeds max 7d","type":"value_error.span_too_large"}]}'
-    fastapi_v2 = '{"detail": [{"type": "int_parsing", "loc": ["query", "limit"], "msg": "Input should be a valid integer"}]}'
-    assert [classify_failure(text) for text in (fastapi_v1, fastapi_v2, '{"detail": "Internal Server Error"}')] == ["permanent", "permanent", "deterministic"]
-
-
-def test_a_validation_error_retried_with_times_written_another_way(policy, tmp_path: Path) -> None:
-    error = '{"detail":[{"loc":["query","end"],"msg":"requested span 30d exceeds max 7d for resolution=1m; use resolution >= 1h","type":"value_error.span_too_large"}]}'
-    spans = [
-        ("2024-08-01T00:00:00Z", "2024-08-31T00:00:00Z"),
-        ("2024-08-01T00:00:00+00:00", "2024-08-31T00:00:00+00:00"),
-        (1722470400000, 1725062400000),
-        ("2024-08-01T00:00:00.000Z", "2024-08-31T00:00:00.000Z"),
+def test_a_validation_error_that_depends_on_state_is_retried_after_the_change(policy, tmp_path: Path) -> None:
+    error = '{"detail":[{"loc":["body","order_id"],"msg":"order must be paid before it can ship","type":"value_error.order_state"}]}'
+    assert classify_failure(error) == "deterministic"  # (FastAPI's detail shape says nothing of whether retrying helps)
+    steps = [
+        step("create_shipment", {"order_id": "o_981"}, error, error=True),
+        step("capture_payment", {"payment_id": "pay_3QmZ"}, {"payment_id": "pay_3QmZ", "status": "capture_pending"}),
+        step("create_shipment", {"order_id": "o_981"}, error, error=True),
+        step("get_payment", {"payment_id": "pay_3QmZ"}, {"payment_id": "pay_3QmZ", "status": "captured", "amount": 129.0}),
+        step("create_shipment", {"order_id": "o_981"}, {"shipment_id": "shp_7781", "status": "label_created"}),
     ]
-    steps = [step("get_timeseries", {"sensor_id": "KN-PC01-VIB-DE", "start": start, "end": end, "resolution": "1m"}, error, error=True) for start, end in spans]
-    report = replay(policy, tmp_path, steps)
-    assert first(report) == (2, "replan")
-    assert "failure/repeated_permanent_failure_of_tool" in signals_at(report, 2)
+    assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_a_time_window_is_compared_by_the_times_it_names() -> None:
+    # One time written three ways is one target; a narrowed window is another.
     assert same_target({"start": "2024-08-01T00:00:00Z"}, {"start": 1722470400000})
-    assert same_target({"since": 1722470400}, {"since": "2024-08-01T00:00:00Z"})
-    assert not same_target({"user_id": 1722470400000}, {"user_id": 1722470400001})  # a number under another name is data
+    assert same_target({"since": 1722470400}, {"since": "2024-08-01T00:00:00+00:00"})
+    assert not same_target({"start": "2024-07-02T00:00:00Z"}, {"start": "2024-07-18T00:00:00Z"})
+    assert not same_target({"start": 1722470400000}, {"start": 1721000000000})
+    # A request's own stamp is no target, and a number under another name is data.
+    assert same_target({"timestamp": 1722470400}, {"timestamp": 1721000000})
+    assert not same_target({"user_id": 1722470400000}, {"user_id": 1722470400001})
 
 
 def test_a_plan_restated_as_actions_under_way_is_a_monologue(policy, tmp_path: Path) -> None:
@@ -136,4 +136,6 @@ def test_a_plan_restated_as_actions_under_way_is_a_monologue(policy, tmp_path: P
     assert first(report) == (3, "replan")
     assert "near_duplicate/reworded_message" in signals_at(report, 3)
     assert [_announces(text) for text in ("placing the hold now.", "running screen_party for the first ubo.", "now executing step 1.")] == [True] * 3
-    assert [_announces(text) for text in ("nothing new came back.", "during the audit we found three gaps.", "the service is running.")] == [False] * 3
+    negatives = ("nothing new came back.", "during the audit we found three gaps.", "the service is running.", "looking at emea sales: up 12%",
+                 "meeting with acme on monday.", "build 4121 on main is now passing.", "the job is now running.")
+    assert [_announces(text) for text in negatives] == [False] * len(negatives)

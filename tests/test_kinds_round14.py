@@ -98,3 +98,53 @@ def test_a_permanent_failure_said_last_after_progress_lines(policy, tmp_path: Pa
     assert "failure/repeated_permanent_failure_of_tool" in signals_at(report, 2)
     assert failure_line(progress + denied) == failure_line(denied) == "denied: permission_denied: the token provided does not match expected scopes."
     assert failure_line("Error\n[exit code 2]") is None
+
+
+def test_a_lone_surrogate_in_a_reworded_call_does_not_raise() -> None:
+    from loopguard import Guard, ToolCall, ToolResult
+
+    session = Guard.from_policy("builtin:default").session(run_id="surrogate")
+    answer = ToolResult('{"results": [{"title": "Python documentation", "url": "https://docs.python.org/3/"}], "note": "' + "x" * 80 + '"}')
+    actions = []
+    for number, text in enumerate(["search for .python\ud800 docs", "search for the .python\ud800 docs", "look for .python\ud800 docs"]):
+        call = ToolCall("kb_search", {"query": text}, id=f"c{number}")
+        session.before_call(call)
+        actions.append(session.after_call(call, answer).action.value)
+    assert actions == ["continue", "continue", "replan"]  # the same answer to three wordings
+
+
+def test_a_queue_drained_page_by_page_through_sql_is_read_anew(policy, tmp_path: Path) -> None:
+    select = {"sql": "SELECT id, amount FROM refunds WHERE status = 'pending' ORDER BY id LIMIT 5 OFFSET 5"}
+    steps = []
+    for batch in range(3):
+        rows = "".join(f" {100 + 5 * batch + row} | 12.50\n" for row in range(5))
+        steps.append(step("run_sql", select, f" id | amount\n----+-------\n{rows}(5 rows)"))
+        steps.append(step("run_sql", {"sql": f"UPDATE refunds SET status = 'approved' WHERE id BETWEEN {100 + 5 * batch} AND {104 + 5 * batch}"}, "UPDATE 5"))
+    assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_a_slow_querys_timing_line_does_not_hide_an_empty_page(policy, tmp_path: Path) -> None:
+    steps = [step("run_sql", {"sql": f"SELECT id FROM events ORDER BY id LIMIT 100 OFFSET {100 * page}"}, f" id\n----\n(0 rows)\n\nTime: {1523 + page}.411 ms (00:01.{523 + page})") for page in range(1, 6)]
+    assert first(replay(policy, tmp_path, steps)) == (1, "replan")  # the second empty page
+
+
+def test_an_agent_that_ignores_refusals_is_stopped() -> None:
+    from loopguard import Guard, ToolCall, ToolResult
+
+    session = Guard.from_policy("builtin:default").session(run_id="paging")
+    ran = 0
+    for page in range(40):
+        call = ToolCall("run_sql", {"query": f"SELECT id FROM orders ORDER BY id LIMIT 50 OFFSET {50 * page}"})
+        decision = session.before_call(call)
+        if decision.runs_tool:
+            ran += 1
+            rows = max(0, min(50, 112 - 50 * page))
+            session.after_call(call, ToolResult("".join(f" {50 * page + row}\n" for row in range(rows)) + f"({rows} rows)"))
+        else:
+            session.after_call(call, ToolResult(decision.verdict.payload()))  # the refusal, as adapters record it
+        if session.stopped:
+            break
+    # Three pages with rows, two empty ones, then three refusals in a row: the agent ignores the guard.
+    assert (ran, page, session.worst.action.value) == (5, 7, "stop")
+    assert "the guard refused the last 3 calls" in session.worst.reasons[-1]
+    assert session.run.failures == 0  # (refused calls never ran)

@@ -52,6 +52,7 @@ class Failure:
         # Each tool's permanent failures in a row (see _tool_failure): [failure key, count, the
         # latest failing call's arguments, its failure line]. Bounded: tool names come from the agent.
         self._tool_failures: BoundedMap[str, list[Any]] = BoundedMap(_TOOLS_REMEMBERED)
+        self._refusals_in_a_row = 0
 
     def reconfigure(self, config: FailureDetector) -> None:
         self.config = config
@@ -99,6 +100,11 @@ class Failure:
         assert observation is not None
         stats = record.stats
         armed, self._armed_after = self._armed_after, None
+        # The detectors' refusals in a row, whatever was asked: an agent that asks for one refused
+        # call after another (a new offset each time) ignores the guard. (A rule's block is the
+        # operator's: asking for that call again is judged by its own count.)
+        guard_refused = observation.failure_class == REFUSED and '"guard_' in observation.text
+        self._refusals_in_a_row = self._refusals_in_a_row + 1 if guard_refused else 0
         if not observation.error:
             if stats.failures:
                 stats.failures.clear()
@@ -131,6 +137,14 @@ class Failure:
         elif self._tool_failures and failure_class != REFUSED:  # (the guard's own refusal is no answer of the tool)
             self._tool_failures.pop(record.signature.tool, None)
         score = self._score(failure_class, count)
+        if score is None and self._refusals_in_a_row >= self._tool_attempts:
+            return Signal(
+                self.name,
+                "refusals_ignored",
+                self.config.permanent_weight,
+                f"the guard refused the last {self._refusals_in_a_row} calls and the agent keeps asking: {describe(record)} was refused too",
+                {"call": record.index, "refusals": self._refusals_in_a_row, "class": REFUSED},
+            )
         if score is None:
             if armed == record.index - 1:
                 return self._escalated(record, "failed too")

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from datetime import datetime, timezone
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
@@ -378,14 +379,24 @@ def shape_of(record: CallRecord) -> _Shape:
         if key in range_keys or _kind_of(key).role == _THROWAWAY:
             continue  # the range is compared on its own; throwaway values never
         if isinstance(value, str):
-            if _is_volatile(value.strip()):
-                continue
+            if _is_volatile(value.strip()) and not (value[:1].isdigit() and _names_time_bound((str(key),))):
+                continue  # (a time that bounds a window is what is asked for, not a stamp)
             if span is None and len(value) <= _COMMAND_LIMIT:
                 found_range = _command_line_range(value) if "sed" in value or "NR" in value else None
                 if found_range is None and "?" in value:
                     found_range = _query_range(value)
                 if found_range is None and ("imit" in value or "IMIT" in value or "ffset" in value or "FFSET" in value):
                     found_range = _sql_range(value)
+                    if found_range is not None and found_range[0][0] == 0:
+                        # A query's first page (OFFSET 0) is read as any query, by its words:
+                        # lookups reworded on their first page are rewordings, not paging.
+                        found_range = None
+                    elif found_range is not None:
+                        # A later page: its range is compared on its own, the rest of the query as words.
+                        span, rest = found_range
+                        text_keys.append(key)
+                        words |= _words(rest)
+                        continue
                 if found_range is not None:
                     # A command that prints a line range (sed -n '40,60p' log), a URL that
                     # pages (...?per_page=10&page=4), or a query that pages (LIMIT 50 OFFSET
@@ -568,19 +579,17 @@ _IDENTITY_NAMES = frozenset(
         ("requestid",), ("request", "uuid"), ("nonce",), ("trace", "id"), ("traceid",), ("span", "id"),
         ("correlation", "id"), ("correlationid",), ("cache", "buster"), ("cachebuster",), ("cache", "bust"), ("cb",),
         ("order", "id"), ("request", "token"), ("request", "nonce"), ("ref",), ("reference",),
-        ("ts",), ("timestamp",), ("request", "ts"), ("request", "timestamp"),
     }
 )
-#: Names that are a request's identity only as the client's own: "client_order_id", "client_ref",
-#: and the client's own stamp of when it sent the request ("client_ts", "clientTimestamp").
-_CLIENT_IDENTITY_NAMES = frozenset({("order", "id"), ("ref",), ("reference",), ("ts",), ("timestamp",)})
+#: Names that are a request's identity only as the client's own: "client_order_id", "client_ref".
+_CLIENT_IDENTITY_NAMES = frozenset({("order", "id"), ("ref",), ("reference",)})
 
 
 def _is_identity(key: Any) -> bool:
     """A key that holds a request's own identity (``idempotency_key``, ``X-Request-ID``,
-    ``client_request_id``, ``client_order_id``, ``client_ref``, ``client_ts``, ``request_timestamp``,
-    ``nonce``, ``_``), not what is asked for (``leave_request_id``, ``pullRequestId``, ``client_id``,
-    ``uuid``, ``timestamp``)."""
+    ``client_request_id``, ``client_order_id``, ``client_ref``, ``nonce``, ``_``), not what is
+    asked for (``leave_request_id``, ``pullRequestId``, ``client_id``, ``uuid``, ``timestamp``,
+    ``client_ts``: a stamp is part of a request's identity only beside one, see _signs_request)."""
     identity = _IDENTITY_KEYS.get(key)
     if identity is None:
         if len(_IDENTITY_KEYS) >= _KEY_KINDS_LIMIT:
@@ -652,14 +661,21 @@ def _past_the_total(text: str, low: float) -> bool:
     return found is not None and low > int(found[1])
 
 
-#: Names of the fields that sign a request beside its nonce: its time and its signature.
-_SIGNING_NAMES = frozenset({("timestamp",), ("ts",), ("signature",), ("sig",), ("signed", "at")})
+#: Names of the fields that stamp or sign a request beside its identity (a nonce, a request
+#: id): its time ("timestamp", "client_ts", "request_timestamp") and its signature.
+_SIGNING_NAMES = frozenset({("signature",), ("sig",), ("signed", "at")})
+_STAMP_LAST_WORDS = frozenset({"ts", "timestamp"})
+_STAMP_OWNER_WORDS = frozenset({"client", "request", "req", "x", "sent"})
 
 
 def _signs_request(key: Any, value: Any) -> bool:
     """Whether a field beside a request identity is that request's stamp or signature: named
-    so, with a volatile value (an epoch time, a long hex digest, an ISO timestamp)."""
-    if tuple(split_name(str(key)[:NAME_LIMIT])) not in _SIGNING_NAMES:
+    so, with a volatile value (an epoch time, a long hex digest, an ISO timestamp). Alone (with
+    no identity beside it) a "client_ts" is data: a tracked event's time."""
+    words = split_name(str(key)[:NAME_LIMIT])
+    # (A stamp is named plainly or as the client's or the request's: "event_ts" is data.)
+    stamp = bool(words) and words[-1] in _STAMP_LAST_WORDS and (len(words) == 1 or words[0] in _STAMP_OWNER_WORDS)
+    if tuple(words) not in _SIGNING_NAMES and not stamp:
         return False
     if type(value) is int:
         return _EPOCH_SECONDS[0] <= value < _EPOCH_SECONDS[1] or _EPOCH_MILLISECONDS[0] <= value < _EPOCH_MILLISECONDS[1]
@@ -764,6 +780,29 @@ _EPOCH_SECONDS, _EPOCH_MILLISECONDS = (1_000_000_000, 4_102_444_800), (1_000_000
 _TIME_ARGUMENT_WORDS = frozenset("start end from to since until time timestamp ts at before after".split())
 
 
+#: Words of argument names that bound a time window (a time there is what is asked for).
+_TIME_BOUND_WORDS = frozenset("start end from to since until after before".split())
+
+
+def _names_time_bound(path: tuple[str, ...]) -> bool:
+    return bool(path) and not _TIME_BOUND_WORDS.isdisjoint(split_name(path[-1].lstrip("?")))
+
+
+def _iso_instant(value: str) -> str | None:
+    """An ISO 8601 date and time as the epoch second it names (``@1722470400``; a time without
+    a zone is read as UTC), or ``None`` for anything else (a date alone stays a value)."""
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    try:
+        return f"@{int(moment.timestamp())}"
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def _names_time(path: tuple[str, ...]) -> bool:
     return bool(path) and not _TIME_ARGUMENT_WORDS.isdisjoint(split_name(path[-1].lstrip("?")))
 
@@ -804,6 +843,11 @@ def _add_fields(value: Any, path: tuple[str, ...], depth: int, fields: dict[tupl
         for index, item in enumerate(items):
             _add_fields(item, path + (str(index),), depth + 1, fields)
     elif kind is str:
+        if ":" in value and len(value) <= 40 and value[:1].isdigit() and _names_time_bound(path):
+            instant = _iso_instant(value)
+            if instant is not None:
+                fields[path] = instant  # a window's bound: 10:00Z and 10:00+00:00 are one time, 09:00 another
+                return
         text = _without_embedded_volatile(value[:2000])
         stripped = text.strip()
         if "://" in stripped and " " not in stripped:
@@ -828,7 +872,9 @@ def _add_fields(value: Any, path: tuple[str, ...], depth: int, fields: dict[tupl
     elif kind is bool:
         fields[path] = value
     elif kind is int and (_EPOCH_SECONDS[0] <= value < _EPOCH_SECONDS[1] or _EPOCH_MILLISECONDS[0] <= value < _EPOCH_MILLISECONDS[1]) and _names_time(path):
-        fields[path] = ""  # an epoch time ("start": 1722470400000), blanked as timestamps in texts are
+        # An epoch time: a window's bound is compared as the time it is ("start": 1722470400000
+        # is 2024-08-01T00:00:00Z); any other stamp is blanked, as timestamps in texts are.
+        fields[path] = f"@{value // 1000 if value >= _EPOCH_MILLISECONDS[0] else value}" if _names_time_bound(path) else ""
     elif kind is float:
         fields[path] = _number_text(value)  # 18.4 and "18.40" are one amount
     elif value is not None:
@@ -983,12 +1029,16 @@ ANNOUNCEMENT_OVERLAP = 0.4
 #: news, for it to restate rather than announce the next step.
 ANNOUNCEMENT_NEW_WORDS = 0.4
 # What an agent's message says when it announces its next action (lowercased text).
-# A message that opens with a participle ("Placing the hold now", "Running screen_party for ...")
-# or says "now executing" claims the action is under way, which with no tool call is an announcement.
+# A message that opens by saying an action is under way ("Placing the hold now", "Running
+# screen_party for ...") or says "now executing" claims it acts, which with no tool call is an
+# announcement. Only verbs of doing, in those places: "Looking at", "Meeting with" or "now
+# passing" say no such thing.
+# ("Now running" and "now starting" also say what state a job is in: only the others after "now".)
+_ACTIONS_UNDER_WAY = r"placing|executing|calling|submitting|sending|booking|launching|triggering|initiating|retrying"
 _ANNOUNCES = re.compile(
     r"\b(?:i['’]ll|i will|i am going to|i['’]m going to|let me|next,? i|now i|proceeding|i['’]m starting|"
-    r"starting with|beginning with|kicking off|i['’]ll now|will now|i['’]m about to|now [a-z]{2,}ing)\b"
-    r"|^\W*(?!(?:nothing|something|anything|everything|during|according|regarding|morning|evening|string|thing|bring)\b)[a-z]{2,}ing\b"
+    r"starting with|beginning with|kicking off|i['’]ll now|will now|i['’]m about to|now (?:" + _ACTIONS_UNDER_WAY + r"))\b"
+    r"|^\W*(?:starting|running|" + _ACTIONS_UNDER_WAY + r")\b"
 )
 
 _MESSAGE_WORD = re.compile(r"\w+")
@@ -1513,7 +1563,7 @@ def _answer_body(text: str, echoes: list[str]) -> str:
     for echo in echoes:
         if echo in text:
             text = text.replace(echo, "\x00")
-        encoded = quote_plus(echo)
+        encoded = quote_plus(echo, errors="surrogatepass")  # (a lone surrogate must not raise)
         if encoded != echo and encoded in text:
             text = text.replace(encoded, "\x00")
     for word, score in _SCORES:

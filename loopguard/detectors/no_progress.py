@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..decisions import Signal
 from ..policy.schema import FailureDetector, NoProgressDetector
-from ..observations import NO_MATCH, Observation, is_acknowledgement, is_empty_data, is_final, is_pending, reports_failure
+from ..observations import NO_MATCH, REFUSED, Observation, is_acknowledgement, is_empty_data, is_final, is_pending, reports_failure
 from .base import BoundedMap, CallRecord, RunMemory, describe, polls
 from .failure import FORGIVEN_AFTER_NEW_CHANGES
 from ..tool_names import acts_by_name, runs_command, writes_by_name
@@ -53,6 +53,7 @@ _WHAT = {
     "same_answer": "gave the answer a differently worded call got",
     "repeated_thought": "was given a thought it had been given before",
     "reworded_message": "said again what it had said before",
+    "refused": "was refused by the guard",
 }
 
 
@@ -245,6 +246,16 @@ class NoProgress:
             if thought != (record.signature.key, record.index - 1):
                 return None, False
             return self._repeated_thought(record, memory), True
+        if observation.failure_class == REFUSED:
+            # The guard's own refusal: the call never ran, so it is no news and takes none away.
+            # The run's streak holds as it was (paging past the end goes on being blocked).
+            record.stale = True  # (nothing new: paging on from it is paging past the end still)
+            stats.last_failure = REFUSED  # (the failure detector judges the same call asked for again)
+            stats.results += 1
+            if not self._active or memory.stale_streak < self.patience:
+                return None, True
+            message = f"{record.tool} {_WHAT['refused']}; the last {memory.stale_streak} results brought nothing new"
+            return Signal(self.name, "refused", self.config.weight, message, {"call": record.index, "stale_results": memory.stale_streak}), True
         tool = record.signature.tool
         seen = self._seen.get(tool)
         if seen is None:
@@ -417,7 +428,7 @@ class NoProgress:
             return None, stale
         what = _WHAT[kind]
         if rechecked and memory.stale_streak < self.patience:
-            message = f"{describe(record)} {what} {stats.rechecks + 1} times in a row, with nothing changed between"
+            message = f"{describe(record)} gave the same answer {stats.rechecks + 1} times in a row, with nothing changed between"
             return Signal(self.name, kind, self.config.weight, message, {"call": record.index, "stale_results": stats.stale_results}), stale
         if memory.stale_streak < self.patience:
             # Calls of one group that bring nothing new, with other calls between (each page

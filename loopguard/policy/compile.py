@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..decisions import GuardAction, Signal
-from ..tool_names import NAME_LIMIT, inferred_kind, long_polls_by_name, runs_command, split_name
+from ..tool_names import inferred_kind, long_polls_by_name, runs_command
 from .expressions import CompiledCondition, CompiledMatch, compile_condition, compile_match
 from .schema import Budget, Budgets, Detectors, Policy, Pricing, Rule, Scoring, Thresholds, ToolTraits
 
@@ -51,18 +51,6 @@ class CompiledRule:
 
 #: Tool names that hand control to another agent even without a ``kind: handoff`` trait.
 HANDOFF_PREFIXES = ("transfer_to", "handoff", "hand_off", "delegate_to", "route_to")
-#: First words of tool names that hand control on to the agent their arguments name
-#: (``delegate_task(to="pharmacy")``); the rest of such a name is no agent.
-_HANDOFF_VERBS = frozenset({"delegate"})
-
-
-def _hands_off_by_name(tool: str) -> bool:
-    """Whether a tool's name says it hands control to another agent (see HANDOFF_PREFIXES and
-    _HANDOFF_VERBS); read once per tool name."""
-    if tool.lower().startswith(HANDOFF_PREFIXES):
-        return True
-    words = split_name(tool[:NAME_LIMIT])
-    return bool(words) and words[0] in _HANDOFF_VERBS
 
 
 def _target_in_name(tool: str) -> str | None:
@@ -229,7 +217,7 @@ class CompiledPolicy:
             found = ToolProfile(
                 kind=kind,
                 pending_patience=traits.pending_patience if traits is not None else None,
-                hands_off=kind == "handoff" or _hands_off_by_name(tool),
+                hands_off=kind == "handoff" or tool.lower().startswith(HANDOFF_PREFIXES),
                 rules=self.rules_for(tool),
                 budgets=self.tool_budgets(tool),
                 runs_commands=kind == "other" and runs_command(tool, None),
