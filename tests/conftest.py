@@ -14,7 +14,7 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if SHARED_DATA.exists():
         return
-    skip = pytest.mark.skip(reason=f"{SHARED_DATA} is absent (clone the repository next to shared/data to run this)")
+    skip = pytest.mark.skip(reason="../shared/data is not next to this checkout (the shared labelled data and tau-bench runs)")
     for item in items:
         if item.get_closest_marker("shared_data") is not None:
             item.add_marker(skip)
