@@ -360,6 +360,22 @@ def test_review_cases(policy) -> None:
         "mono-announce-words-only": "ok",
         "mono-announce-letme": "ok",
         "pages-item-in-uncompared-gap": "ok",
+        # The review of rounds 13 and 14: healthy delegations, SQL queues and time windows,
+        # messages that open with -ing words, and slow queries paged past the end.
+        "b14-delegate-writer-critic": "ok",
+        "b14-delegate-tickets-to-people": "ok",
+        "b14-sql-queue-drain-updates": "ok",
+        "b14-sql-limit-shrunk-after-truncation": "ok",
+        "b14-sql-slow-timing-past-end": "ok",
+        "b14-sections-looking-at": "ok",
+        "b14-messages-meeting-with": "ok",
+        "b14-status-now-passing": "ok",
+        "b14-validation-text-shortened": "ok",
+        "b14-epoch-window-narrowed": "ok",
+        "b14-validation-after-payment-capture": "ok",
+        "b14-event-backfill-client-ts": "ok",
+        "b14-supervisor-polls-running-job": "ok",
+        "b14-client-timestamp-header-retries": "ok",
     }
 
 
