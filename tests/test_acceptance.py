@@ -94,7 +94,16 @@ BLIND_EXCEPTIONS = {
     "k8s-job-poll-identical-active": "false_alarm",
     # Round 14 (the kinds in new domains, a third of them subtle, and healthy
     # look-alikes, written against the round-13 code: 15 of 24 stuck and 25 of 26 healthy runs
-    # judged right when written).
+    # judged right when written, 17 of 24 and 25 of 26 now).
+    # A record re-read between other reads that bring news, the same each time (and a rate
+    # whose reply differs only in its stamps): re-reading between other reads is how agents
+    # check, and a rule that counted such re-reads stopped config lookups before each item and
+    # dashboards refreshed while a human decides; the run's streak stops them, late.
+    "b14s-support-ticket-reread-interleaved": "late",
+    "b14s-finance-fx-rate-interleaved": "late",
+    # Pages past a stated total ("startIndex": 31 of "totalResults": "23") with no list at all:
+    # totals are too often someone else's (a cart's total_items) or estimates to overrule a page.
+    "b14s-search-cse-paging-past-total": "missed",
     # A DAG re-triggered, its failed task's log read and re-triggered again: each trigger
     # mints a new run id and a trigger is an action, so the reads between may change.
     "b14s-dataeng-airflow-retrigger-cycle": "missed",
@@ -207,9 +216,8 @@ BLIND_EXCEPTIONS = {
     # rewords its query after empty answers is also how healthy searching goes on).
     "b8s-kb-reworded-zero-hits": "missed",
     # Round 7 (coding loops, paging and long polls, written against the round-6 fixes):
-    # A redelivered message with a new receipt handle and receive count each time: new text,
-    # until a read between answers the same a third time with nothing changed.
-    "b7-stuck-sqs-message-never-deleted": "late",
+    # A redelivered message with a new receipt handle and receive count each time: new text.
+    "b7-stuck-sqs-message-never-deleted": "missed",
     # The same record read again at a fixed offset between inserts: caught one step late.
     "b7-stuck-kafka-fixed-offset-reconsume": "late",
     # An ignored page parameter (pg=) whose pages differ only in the echoed URL.

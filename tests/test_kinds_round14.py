@@ -1,6 +1,6 @@
-"""Kinds from blind round 14: a record re-read among other reads with nothing changed, answers
-that differ only in the response's own stamps, signed requests, pages past a stated total, and
-a permanent failure said last after a command's progress lines."""
+"""Kinds from blind round 14 and its review: answers that differ only in the response's own
+stamps, signed requests, a permanent failure said last after a command's progress lines, SQL
+queues and slow queries, and refusals the agent ignores."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from test_detector_kinds import first, policy, replay, signals_at, step  # noqa: F401  (policy is a fixture)
 
-from loopguard.detectors.near_duplicate import _past_the_total, _signs_request
+from loopguard.detectors.near_duplicate import _signs_request
 from loopguard.observations import failure_line
 from loopguard.tool_names import acts_by_name
 
@@ -19,16 +19,6 @@ TICKET = {"ticket": {"id": 88412, "subject": "Refund not received for order #A-5
 def _lookups(count: int) -> list[dict[str, object]]:
     """Reads of other things, each with news."""
     return [step("search_kb", {"query": f"refund question {number}"}, {"results": [{"id": 360000 + number, "title": f"Refund article {number}"}]}) for number in range(count)]
-
-
-def test_a_record_re_read_among_other_reads_with_nothing_changed(policy, tmp_path: Path) -> None:
-    read = step("get_ticket", {"ticket_id": 88412}, TICKET)
-    steps = [entry for lookup in _lookups(4) for entry in (read, lookup)]
-    report = replay(policy, tmp_path, steps)
-    # The fourth identical answer: one re-read may check, the next ones only repeat it, and two
-    # such are no_progress's patience.
-    assert first(report) == (6, "stop")
-    assert signals_at(report, 6) >= {"repeat/interleaved_repeat", "no_progress/same_output"}
 
 
 def test_a_record_re_read_around_actions_is_healthy(policy, tmp_path: Path) -> None:
@@ -50,11 +40,12 @@ def test_answers_alike_but_for_the_responses_stamps(policy, tmp_path: Path) -> N
         return step("get_fx_rate", {"base": "EUR", "quote": "USD", "date": "2024-05-14"}, answer)
 
     stamps = [("fx_2fDzKGvrvDYP", "2024-06-03T09:12:47.708Z", "MISS"), ("fx_kt6xXOGQQSdn", "2024-06-03T09:14:08.963Z", "HIT"), ("fx_v0jyuwaJ5YkN", "2024-06-03T09:16:13.251Z", "HIT"), ("fx_I64YZyLY0nJJ", "2024-06-03T09:18:25.209Z", "HIT")]
-    steps = [entry for (request_id, served, cache), lookup in zip(stamps, _lookups(4)) for entry in (rate(request_id, served, cache), lookup)]
-    assert first(replay(policy, tmp_path, steps)) == (6, "stop")
+    steps = [rate(request_id, served, cache) for request_id, served, cache in stamps]
+    # The same call again and again with the same answer: stopped before its third run.
+    assert first(replay(policy, tmp_path, steps)) == (2, "stop")
     # Another rate is news, however it is stamped.
     moving = [dict(entry) for entry in steps]
-    for index, value in zip((2, 4, 6), ("1.0811", "1.0797", "1.0830")):
+    for index, value in zip((1, 2, 3), ("1.0811", "1.0797", "1.0830")):
         moving[index]["output"] = json.loads(json.dumps(moving[index]["output"]).replace("1.0802", value))
     assert first(replay(policy, tmp_path, moving)) is None
 
@@ -69,23 +60,6 @@ def test_a_signed_request_made_anew_is_the_same_call(policy, tmp_path: Path) -> 
     assert first(report) == (2, "replan")
     assert _signs_request("timestamp", 1717424834) and _signs_request("signature", "00e94e0b834523c836a292f7afd44aedc3fafb36")
     assert not _signs_request("timestamp", "last week") and not _signs_request("address", "7I336")
-
-
-def test_pages_asked_for_past_the_stated_total(policy, tmp_path: Path) -> None:
-    def page(start: int, items: int) -> dict[str, object]:
-        answer: dict[str, object] = {"kind": "customsearch#search", "queries": {"request": [{"count": items, "startIndex": start, "totalResults": "23"}]}}
-        if items:
-            answer["items"] = [{"title": f"Result {start + number}", "link": f"https://example.test/{start + number}"} for number in range(items)]
-        return step("web_search", {"q": "CBAM quarterly report template", "start": start, "num": 10}, answer)
-
-    steps = [page(1, 10), page(11, 10), page(21, 3), page(31, 0), page(41, 0), page(51, 0)]
-    report = replay(policy, tmp_path, steps)
-    assert first(report) == (4, "replan")
-    assert "no_progress/empty_result" in signals_at(report, 4)
-    assert _past_the_total('{"startIndex": 31, "totalResults": "23"}', 31)
-    assert not _past_the_total('{"total_count": 120, "items": []}', 100)
-    # An item's own total is no count of the results.
-    assert not _past_the_total('{"orders": [{"id": 7, "total": 12}]}', 40)
 
 
 def test_a_permanent_failure_said_last_after_progress_lines(policy, tmp_path: Path) -> None:

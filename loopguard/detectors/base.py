@@ -143,8 +143,6 @@ class SignatureStats:
         writes_at_result: the run's count of writes (``RunMemory.writes``) when the call's
             latest result came: a later result with the same count had nothing written
             under it.
-        rechecks: the call's latest results in a row that repeated its previous result with
-            nothing changed in the run between (see no_progress).
         acts: the call may change what other calls read: it changes state, or its kind or
             name says it writes or acts (``None`` until needed).
     """
@@ -152,7 +150,7 @@ class SignatureStats:
     __slots__ = (
         "results", "last", "advancing_value", "advancing_between", "last_failure", "identical_pending", "polling",
         "failures", "novel_at_failure", "arguments_shape", "description", "stale_results", "sleeps", "changes_state",
-        "long_poll", "same_call", "resources", "writes_at_result", "rechecks", "acts",
+        "long_poll", "same_call", "resources", "writes_at_result", "acts",
     )
 
     def __init__(self) -> None:
@@ -175,7 +173,6 @@ class SignatureStats:
         self.same_call: int | None = None
         self.resources: frozenset[str] | None = None
         self.writes_at_result = 0
-        self.rechecks = 0
         self.acts: bool | None = None
 
     @property
@@ -207,7 +204,7 @@ class RunMemory:
     new_changes: int = 0  # state changes by calls made for the first time (an edit not tried before)
     # Results of calls that may have changed anything: state changes, and calls whose kind or
     # name says they write or act (an update, a send, a protocol run), whatever they touched
-    # (see no_progress rechecks).
+    # (no_progress compares a call's answers without their stamps only with none between).
     writes: int = 0
 
     def note_change(self, record: CallRecord) -> None:

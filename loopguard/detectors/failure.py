@@ -53,6 +53,8 @@ class Failure:
         # latest failing call's arguments, its failure line]. Bounded: tool names come from the agent.
         self._tool_failures: BoundedMap[str, list[Any]] = BoundedMap(_TOOLS_REMEMBERED)
         self._refusals_in_a_row = 0
+        self._latest_call = -1  # index of the latest pending call seen
+        self._asked_when_refused = -1  # the latest call index when the latest counted refusal came
 
     def reconfigure(self, config: FailureDetector) -> None:
         self.config = config
@@ -69,6 +71,7 @@ class Failure:
         return config.permanent_weight if failure_class in (PERMANENT, REFUSED) else config.weight
 
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
+        self._latest_call = record.index
         if not self._active:
             return None
         stats = record.stats
@@ -103,8 +106,14 @@ class Failure:
         # The detectors' refusals in a row, whatever was asked: an agent that asks for one refused
         # call after another (a new offset each time) ignores the guard. (A rule's block is the
         # operator's: asking for that call again is judged by its own count.)
-        guard_refused = observation.failure_class == REFUSED and '"guard_' in observation.text
-        self._refusals_in_a_row = self._refusals_in_a_row + 1 if guard_refused else 0
+        # Only a call asked for after the previous refusal came back counts: parallel calls of
+        # one turn, refused together, were asked for before the agent read any refusal.
+        if observation.failure_class == REFUSED and '"guard_' in observation.text:
+            if record.index > self._asked_when_refused:
+                self._refusals_in_a_row += 1
+                self._asked_when_refused = self._latest_call
+        else:
+            self._refusals_in_a_row = 0
         if not observation.error:
             if stats.failures:
                 stats.failures.clear()

@@ -645,22 +645,6 @@ def _without_identity(value: Any, depth: int) -> tuple[Any, bool]:
     return kept, dropped
 
 
-# A reply's count of all the items a query matches (not a page's count, nor an item's "total").
-_TOTAL_FIELD = re.compile(
-    r"""["']?(?:total[_-]?(?:results|count|hits|items|records|matches|rows)|complete[_-]?list[_-]?size)["']?\s*[:=]\s*["']?(\d{1,15})(?!\d)""",
-    re.IGNORECASE,
-)
-
-
-def _past_the_total(text: str, low: float) -> bool:
-    """Whether a page asked for from item ``low`` lies past the total its reply states (the
-    first such field; ``low`` must exceed it, as a 1-based start may equal it)."""
-    if "otal" not in text and "ize" not in text:
-        return False
-    found = _TOTAL_FIELD.search(text)
-    return found is not None and low > int(found[1])
-
-
 #: Names of the fields that stamp or sign a request beside its identity (a nonce, a request
 #: id): its time ("timestamp", "client_ts", "request_timestamp") and its signature.
 _SIGNING_NAMES = frozenset({("signature",), ("sig",), ("signed", "at")})
@@ -1236,12 +1220,6 @@ class NearDuplicate:
         if observation is None:
             return None
         signal = None
-        if record.sequence is not None and not observation.error and not observation.empty:
-            shape = record.stats.arguments_shape
-            if shape.span_text[:1] == "r" and _past_the_total(observation.text, shape.span[0]):
-                # Asked for items from an offset beyond the total the reply states ("startIndex":
-                # 31 of "totalResults": "23"): whatever else it says, the page holds nothing.
-                observation.empty = True
         if self._ranges_read and record.sequence is not None and not record.repeats_known and not observation.error and not observation.empty:
             self._read_page(record, observation)
         elif not observation.error and not observation.empty and len(observation.text) >= ANSWER_MIN_LENGTH:

@@ -36,9 +36,6 @@ _REPLY_LIMIT = 64
 #: without their response stamps (ids and times of other lengths).
 _STAMPS_LENGTH = 64
 _BUCKET = 4  # outputs kept per skeleton
-#: Identical re-reads of a call, with nothing changed or waited for between, that are not yet
-#: stale: an agent may check a record once more.
-_RECHECKS_ALLOWED = 1
 #: contains_and_add's ``changes`` for a call that itself changes state: compare with any earlier output.
 _ANY_CHANGES = -1
 # What contains_and_add answers (true values when the output was seen).
@@ -366,19 +363,7 @@ class NoProgress:
             # news, re-reading a page or a record is how agents check (the call's own streak
             # counts empty answers, failures, re-reads and stalled polls). A long poll's same news
             # again is its own stale answer: the offset was left where it was.
-            # The same answer a third time in a row to a read, with no write in the run and no
-            # wait since the first (nothing could have moved it), is its own stale answer too:
-            # one re-read may check, another only repeats it. (Short replies are
-            # acknowledgements and bare values, which many calls share.)
-            rechecked = (
-                repeated_output == _FROM_SAME_CALL
-                and identical is not False
-                and memory.writes == stats.writes_at_result
-                and record.tool_kind != "poll"
-                and len(observation.text) > _REPLY_LIMIT
-            )
-            stats.rechecks = stats.rechecks + 1 if rechecked else 0
-            own_stale = repeated_output == _FROM_SAME_CALL and (record.long_poll or stats.rechecks >= _RECHECKS_ALLOWED + 1)
+            own_stale = record.long_poll and repeated_output == _FROM_SAME_CALL
             stale = repeated_output == _FROM_SAME_CALL or (
                 repeated_output == _FROM_OTHER_CALL and (stats.results > 0 or not _acknowledges(record, observation))
             )
@@ -421,15 +406,9 @@ class NoProgress:
                 memory.novel_results += 1
         # (An agent's own message that is new is no news from the world: the streak holds.)
 
-        # A read answered the same again and again with nothing changed (see rechecks) keeps its
-        # own streak whatever other calls brought between: checked once too often.
-        rechecked = stats.rechecks > _RECHECKS_ALLOWED and stats.stale_results >= self.patience
-        if not self._active or (memory.stale_streak < self.patience and in_group < self.patience and not rechecked):
+        if not self._active or (memory.stale_streak < self.patience and in_group < self.patience):
             return None, stale
         what = _WHAT[kind]
-        if rechecked and memory.stale_streak < self.patience:
-            message = f"{describe(record)} gave the same answer {stats.rechecks + 1} times in a row, with nothing changed between"
-            return Signal(self.name, kind, self.config.weight, message, {"call": record.index, "stale_results": stats.stale_results}), stale
         if memory.stale_streak < self.patience:
             # Calls of one group that bring nothing new, with other calls between (each page
             # processed or appended somewhere, each order checked): stuck all the same.
