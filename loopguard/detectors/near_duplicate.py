@@ -386,14 +386,12 @@ def shape_of(record: CallRecord) -> _Shape:
                 if found_range is None and "?" in value:
                     found_range = _query_range(value)
                 if found_range is None and ("imit" in value or "IMIT" in value or "ffset" in value or "FFSET" in value):
-                    found_range = _sql_range(value)
-                    if found_range is not None and found_range[0][0] == 0:
-                        # A query's first page (OFFSET 0) is read as any query, by its words:
-                        # lookups reworded on their first page are rewordings, not paging.
-                        found_range = None
-                    elif found_range is not None:
-                        # A later page: its range is compared on its own, the rest of the query as words.
-                        span, rest = found_range
+                    page = _sql_range(value)
+                    # A query's later page: its range is compared on its own, the rest of the query
+                    # as words. A first page (OFFSET 0) is read as any query, by its words:
+                    # lookups reworded on their first page are rewordings, not paging.
+                    if page is not None and page[0][0] > 0:
+                        span, rest = page
                         text_keys.append(key)
                         words |= _words(rest)
                         continue
@@ -662,7 +660,7 @@ def _signs_request(key: Any, value: Any) -> bool:
     if tuple(words) not in _SIGNING_NAMES and not stamp:
         return False
     if type(value) is int:
-        return _EPOCH_SECONDS[0] <= value < _EPOCH_SECONDS[1] or _EPOCH_MILLISECONDS[0] <= value < _EPOCH_MILLISECONDS[1]
+        return _is_epoch(value)
     return type(value) is str and _is_volatile(value.strip())
 
 
@@ -760,12 +758,15 @@ def _names_credentials(path: tuple[str, ...]) -> bool:
 
 #: Epoch times from 2001 to 2100, in seconds and in milliseconds.
 _EPOCH_SECONDS, _EPOCH_MILLISECONDS = (1_000_000_000, 4_102_444_800), (1_000_000_000_000, 4_102_444_800_000)
-#: Words of argument names that hold a time: a number there in the epoch ranges is a timestamp.
-_TIME_ARGUMENT_WORDS = frozenset("start end from to since until time timestamp ts at before after".split())
-
-
-#: Words of argument names that bound a time window (a time there is what is asked for).
+#: Words of argument names that bound a time window (a time there is what is asked for), and
+#: those that hold a time at all: a number there in the epoch ranges is a timestamp.
 _TIME_BOUND_WORDS = frozenset("start end from to since until after before".split())
+_TIME_ARGUMENT_WORDS = _TIME_BOUND_WORDS | {"time", "timestamp", "ts", "at"}
+
+
+def _is_epoch(value: int) -> bool:
+    """Whether an integer reads as an epoch time in seconds or milliseconds (2001 to 2100)."""
+    return _EPOCH_SECONDS[0] <= value < _EPOCH_SECONDS[1] or _EPOCH_MILLISECONDS[0] <= value < _EPOCH_MILLISECONDS[1]
 
 
 def _names_time_bound(path: tuple[str, ...]) -> bool:
@@ -855,7 +856,7 @@ def _add_fields(value: Any, path: tuple[str, ...], depth: int, fields: dict[tupl
             fields[path] = number or _NOT_ALPHANUMERIC.sub("", text.lower())
     elif kind is bool:
         fields[path] = value
-    elif kind is int and (_EPOCH_SECONDS[0] <= value < _EPOCH_SECONDS[1] or _EPOCH_MILLISECONDS[0] <= value < _EPOCH_MILLISECONDS[1]) and _names_time(path):
+    elif kind is int and _is_epoch(value) and _names_time(path):
         # An epoch time: a window's bound is compared as the time it is ("start": 1722470400000
         # is 2024-08-01T00:00:00Z); any other stamp is blanked, as timestamps in texts are.
         fields[path] = f"@{value // 1000 if value >= _EPOCH_MILLISECONDS[0] else value}" if _names_time_bound(path) else ""
@@ -1012,12 +1013,11 @@ ANNOUNCEMENT_OVERLAP = 0.4
 #: Share of an announcement's words, at most, that the agent had not written since the last
 #: news, for it to restate rather than announce the next step.
 ANNOUNCEMENT_NEW_WORDS = 0.4
-# What an agent's message says when it announces its next action (lowercased text).
-# A message that opens by saying an action is under way ("Placing the hold now", "Running
-# screen_party for ...") or says "now executing" claims it acts, which with no tool call is an
-# announcement. Only verbs of doing, in those places: "Looking at", "Meeting with" or "now
-# passing" say no such thing.
-# ("Now running" and "now starting" also say what state a job is in: only the others after "now".)
+# What an agent's message says when it announces its next action (lowercased text). A message
+# that opens by saying an action is under way ("Placing the hold now", "Running screen_party
+# for ...") or says "now executing" claims it acts, which with no tool call is an announcement.
+# Only verbs of doing, in those places: "Looking at", "Meeting with" or "now passing" say no
+# such thing ("now running" and "now starting" also say what state a job is in).
 _ACTIONS_UNDER_WAY = r"placing|executing|calling|submitting|sending|booking|launching|triggering|initiating|retrying"
 _ANNOUNCES = re.compile(
     r"\b(?:i['’]ll|i will|i am going to|i['’]m going to|let me|next,? i|now i|proceeding|i['’]m starting|"
@@ -1045,13 +1045,23 @@ class _Said:
     """What one agent wrote since the last news: its latest messages' word sets, how many of
     its messages reworded an earlier one, and how many came in a row with no tool call."""
 
-    __slots__ = ("words", "texts", "rewordings", "in_a_row")
+    __slots__ = ("words", "texts", "stems", "rewordings", "in_a_row")
 
     def __init__(self, window: int) -> None:
         self.words: deque[frozenset[str]] = deque(maxlen=window)
         self.texts: deque[str] = deque(maxlen=window)  # their heads, read for announcements only when needed
+        # Each message's stems (all its words, and those but the announcing words), once needed.
+        self.stems: deque[tuple[frozenset[str], frozenset[str]] | None] = deque(maxlen=window)
         self.rewordings = 0
         self.in_a_row = 0
+
+    def stemmed(self, index: int) -> tuple[frozenset[str], frozenset[str]]:
+        """The stems of message ``index`` (see :func:`_stems`), computed once."""
+        found = self.stems[index]
+        if found is None:
+            words = self.words[index]
+            found = self.stems[index] = (_stems(words), _stems(words - _ANNOUNCEMENT_WORDS))
+        return found
 
 
 class NearDuplicate:
@@ -1176,15 +1186,17 @@ class NearDuplicate:
                 # (a tutor's or a builder's next step brings its own words).
                 # Words are compared by their stems: "placing the hold" restates "place the hold".
                 plan = _stems(words - _ANNOUNCEMENT_WORDS)  # (two "I'll now ..." share those words whatever they announce)
-                said_before = _stems(frozenset().union(*said.words)) if said.words else frozenset()
+                earlier = [said.stemmed(index) for index in range(len(said.words))]
+                said_before = frozenset().union(*(stems for stems, _ in earlier))
                 rewords = len(plan - said_before) <= ANNOUNCEMENT_NEW_WORDS * len(plan) and any(
-                    _overlap(_stems(earlier - _ANNOUNCEMENT_WORDS), plan) >= ANNOUNCEMENT_OVERLAP and _announces(earlier_text)
-                    for earlier, earlier_text in zip(said.words, said.texts)
+                    _overlap(earlier_plan, plan) >= ANNOUNCEMENT_OVERLAP and _announces(earlier_text)
+                    for (_, earlier_plan), earlier_text in zip(earlier, said.texts)
                 )
         else:
             rewords = False
         said.words.append(words)
         said.texts.append(text[:_ANNOUNCEMENT_READ])
+        said.stems.append(None)
         record.repeats_known = rewords
         if not rewords:
             return None
