@@ -4,8 +4,9 @@ Prints µs per step for synthetic runs of 100, 1,000, 10,000 and 100,000 steps (
 median of samples that each cover 10,000 steps, and the median and best of whole runs),
 each length's cost relative to 100 steps, the memory a session holds at the end of the
 run (tracemalloc, MB above an empty interpreter baseline), and the time to replay the
-200 tau-bench runs when ../shared/data is present. It also times single steps on their own
-and prints the median (p50) and 99th percentile of their latencies.
+200 tau-bench runs when ../shared/data is present. In the same interleaved rounds it also
+times single steps on their own and prints the median (p50: the cost of the median step)
+and the 99th percentile of their latencies.
 
     python bench/bench_session.py [--quick]
 """
@@ -19,6 +20,7 @@ import statistics
 import sys
 import time
 import tracemalloc
+from array import array
 from pathlib import Path
 
 from loopguard import Guard, ToolCall, ToolResult
@@ -89,18 +91,20 @@ def reference_loop() -> float:
     return (time.perf_counter() - started) * 1e6
 
 
-def timed_rounds(guard: Guard, rounds: int) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
-    """µs per step for every length, measured in interleaved rounds: (samples, whole runs).
+def timed_rounds(guard: Guard, rounds: int) -> tuple[dict[int, list[float]], dict[int, list[float]], dict[int, list[tuple[float, float]]]]:
+    """µs per step for every length, measured in interleaved rounds: (samples, whole runs,
+    single steps' (p50, p99) latencies per round).
 
     Each round times every length once, shortest first, so that the machine's drift
     (this kind of shared machine speeds up and slows down by tens of percent within a
     minute) hits all lengths alike. Every sample covers :data:`SAMPLE_STEPS` steps, so
     that each is exposed to the drift for as long: a short run is repeated that often, and
     the 100,000-step run is timed in ten consecutive blocks (a sample is then the cost per
-    step over one block of a long run). The whole runs' figures are returned too. The
-    synthetic traces are moved out of the cyclic garbage collector's reach (``gc.freeze``)
-    so that collections do not bill the guard for the harness's own objects; the guard's
-    objects are still collected as usual.
+    step over one block of a long run). The whole runs' figures are returned too. Then the
+    round times every length's single steps (see :func:`step_latencies`). The synthetic
+    traces are moved out of the cyclic garbage collector's reach (``gc.freeze``) so that
+    collections do not bill the guard for the harness's own objects; the guard's objects are
+    still collected as usual.
     """
     traces = {count: synthetic_steps(count) for count in LENGTHS}
     for pairs in traces.values():
@@ -109,6 +113,7 @@ def timed_rounds(guard: Guard, rounds: int) -> tuple[dict[int, list[float]], dic
     gc.freeze()
     samples: dict[int, list[float]] = {count: [] for count in LENGTHS}
     whole: dict[int, list[float]] = {count: [] for count in LENGTHS}
+    latencies: dict[int, list[tuple[float, float]]] = {count: [] for count in LENGTHS}
     samples[0] = []  # the reference loop, timed in every round
     try:
         for _ in range(rounds):
@@ -122,42 +127,37 @@ def timed_rounds(guard: Guard, rounds: int) -> tuple[dict[int, list[float]], dic
                 else:
                     samples[count].append(sum(elapsed) / (repeats * 2 * len(pairs)) * 1e6)
                 whole[count].append(sum(elapsed) / (repeats * 2 * len(pairs)) * 1e6)
+            for count, pairs in traces.items():
+                latencies[count].append(step_latencies(guard, pairs))
     finally:
         gc.unfreeze()
-    return samples, whole
+    return samples, whole, latencies
 
 
-def step_latencies(guard: Guard, count: int, rounds: int = 3) -> tuple[float, float]:
-    """(p50, p99) in µs of single steps' latencies over runs of ``count`` steps: every
+def step_latencies(guard: Guard, pairs: list[tuple[ToolCall, ToolResult]]) -> tuple[float, float]:
+    """(p50, p99) in µs of single steps' latencies over runs of ``pairs``: every
     ``before_call`` and every ``after_call`` timed on its own (a clock read costs about
-    0.1 µs and is included), at least :data:`SAMPLE_STEPS` steps per round; the median of
-    ``rounds`` rounds. The per-step figures above are means over many steps, which the
-    rare expensive step (a long output read, a call blocked with its reasons) pulls up;
-    these say what a typical step costs."""
-    pairs = synthetic_steps(count)
+    0.1 µs and is included), over at least :data:`SAMPLE_STEPS` steps (a short run is
+    repeated, each time in a new session; a long run's every step counts). The per-step
+    figures of :func:`timed_rounds` are means over many steps, which the rare expensive
+    step (a long output read, a call blocked with its reasons) pulls up; these say what a
+    typical step costs: the median is the cost of the median step."""
     clock = time.perf_counter
-    medians, tails = [], []
-    gc.collect()
-    gc.freeze()
-    try:
-        for _ in range(rounds):
-            latencies: list[float] = []
-            add = latencies.append
-            for _ in range(max(1, SAMPLE_STEPS // count)):
-                session = guard.session(run_id="latency")
-                for call, result in pairs:
-                    started = clock()
-                    session.before_call(call)
-                    between = clock()
-                    session.after_call(call, result)
-                    add(between - started)
-                    add(clock() - between)
-            latencies.sort()
-            medians.append(latencies[len(latencies) // 2] * 1e6)
-            tails.append(latencies[int(len(latencies) * 0.99)] * 1e6)
-    finally:
-        gc.unfreeze()
-    return statistics.median(medians), statistics.median(tails)
+    # An array of doubles, not a list of floats: 100,000 live float objects would spread over
+    # fresh memory and bill the guard for the harness's cache misses.
+    measured = array("d")
+    add = measured.append
+    for _ in range(max(1, SAMPLE_STEPS // (2 * len(pairs)))):
+        session = guard.session(run_id="latency")
+        for call, result in pairs:
+            started = clock()
+            session.before_call(call)
+            between = clock()
+            session.after_call(call, result)
+            add(between - started)
+            add(clock() - between)
+    ordered = sorted(measured)
+    return ordered[len(ordered) // 2] * 1e6, ordered[int(len(ordered) * 0.99)] * 1e6
 
 
 def session_memory_mb(guard: Guard, count: int) -> float:
@@ -219,14 +219,15 @@ def main(argv: list[str] | None = None) -> int:
     guard = Guard.from_policy("builtin:default")
     print(f"python {sys.version.split()[0]}, policy builtin:default revision {guard.policy.revision}")
     rounds = 2 if args.quick else max(1, args.rounds)
-    samples, whole = timed_rounds(guard, rounds)
+    samples, whole, latencies = timed_rounds(guard, rounds)
     # The ratio is taken within each round (same machine state, samples equally long), then
     # the median over the rounds.
     ratios = {count: statistics.median(_round_medians(samples[count], rounds)[index] / samples[LENGTHS[0]][index] for index in range(rounds)) for count in LENGTHS}
     print(f"{'steps':>8} {'µs/step':>9} {'whole run':>10} {'best run':>9} {'vs 100':>7} {'step p50':>9} {'step p99':>9} {'session MB':>11}")
     for count in LENGTHS:
         memory = session_memory_mb(guard, count)
-        typical, tail = step_latencies(guard, count, rounds=1 if args.quick else 3)
+        typical = statistics.median(p50 for p50, _ in latencies[count])
+        tail = statistics.median(p99 for _, p99 in latencies[count])
         print(
             f"{count:>8} {statistics.median(samples[count]):>9.2f} {statistics.median(whole[count]):>10.2f} "
             f"{min(whole[count]):>9.2f} {ratios[count]:>6.2f}x {typical:>9.2f} {tail:>9.2f} {memory:>11.3f}"
@@ -234,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"µs/step: median of the {SAMPLE_STEPS:,}-step samples (each a mean over its steps); whole run, best run: "
         "median and best of the rounds' whole runs; vs 100: a round's samples against its 100-step sample, median "
-        "over the rounds; step p50, p99: single steps' latencies, each step timed on its own"
+        "over the rounds; step p50, p99: single steps' latencies, each step timed on its own, median over the rounds"
     )
     print(f"stuck run (one call failing the same way again and again): {stuck_run_cost(guard):.2f} µs per step")
     print(f"machine speed: the reference loop (bench_session.reference_loop) took {statistics.median(samples[0]):.0f} µs (median of the rounds)")
