@@ -58,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="validate policy files", description="Validate policy files; exit 1 when any has problems.")
     check.add_argument("policies", nargs="+", metavar="POLICY", help="policy file or builtin:NAME")
     which = check.add_mutually_exclusive_group()
-    which.add_argument("--profile", help="also validate the effective policy of this profile")
-    which.add_argument("--all-profiles", action="store_true", help="also validate every profile's effective policy")
+    which.add_argument("--profile", help="validate the base policy and this profile's effective policy only (default: every profile)")
+    which.add_argument("--all-profiles", action="store_true", help="validate every profile's effective policy (the default; kept for scripts)")
     check.add_argument("--format", choices=("text", "json", "github"), default="text")
     check.set_defaults(func=_check)
 
@@ -99,7 +99,9 @@ def _check(args: argparse.Namespace) -> int:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                result = check_policy(source, profile=args.profile, all_profiles=args.all_profiles)
+                # Every profile by default: a profile that breaks the policy once merged (thresholds
+                # out of order) must show up before it is deployed, not when it is selected.
+                result = check_policy(source, profile=args.profile, all_profiles=args.all_profiles or args.profile is None)
         except PolicyIOError as error:
             io_failed = True
             reports.append({"source": source, "ok": False, "io_error": True, "problems": error.problems})

@@ -73,7 +73,7 @@ CASES: dict[str, tuple[str | None, bool, list[str]]] = {
         "bad/version_boolean.yml:1:10: LG206: version must be 1, got boolean true",
     ]),
     "budget_limit_text.yml": (None, False, [
-        "bad/budget_limit_text.yml:3:23: LG203: budgets.tool_calls.limit must be a number, got string 'ten'",
+        "bad/budget_limit_text.yml:3:23: LG203: budgets.tool_calls.limit must be an integer, got string 'ten'",
     ]),
     "profile_not_mapping.yml": (None, False, [
         "bad/profile_not_mapping.yml:3:8: LG203: profiles.dev must be a mapping, got string 'observe'",
@@ -125,6 +125,27 @@ CASES: dict[str, tuple[str | None, bool, list[str]]] = {
         "bad/verdict_not_text.yml:6:9: LG206: rules[1].id must match ^[A-Za-z0-9_.:-]+$, got string 'two words' "
         "(hint: an id holds only letters, digits, '_', '.', ':' and '-': did you mean 'two_words'?)",
         "bad/verdict_not_text.yml:8:14: LG205: a rule with verdict 'answer' needs 'result' (rules[1])",
+    ]),
+    # Counts are whole numbers; only cost_usd is a fraction.
+    "fractional_budget.yml": (None, False, [
+        "bad/fractional_budget.yml:5:21: LG203: budgets.per_tool.search.limit must be an integer, got number 2.5",
+    ]),
+    "glob_alias.yml": (None, False, [
+        "bad/glob_alias.yml:4:11: LG101: invalid YAML: found undefined alias '_table' "
+        "(hint: a value that starts with '*' is a YAML alias: quote a glob (tool: \"*_table\"))",
+    ]),
+    "bang_tag.yml": (None, False, [
+        "bad/bang_tag.yml:5:12: LG103: YAML tag '!arguments.force' is not allowed; a policy is plain data "
+        "(hint: remove the tag, or quote the value if the '!' belongs to it: \"!arguments.force\")",
+    ]),
+    # What users write in the syntax of another language gets the way to write it here.
+    "other_languages.yml": (None, False, [
+        "bad/other_languages.yml:5:30: LG303: invalid JMESPath: unexpected 100 (hint: a number in JMESPath is a literal in backticks: `100`)",
+        "bad/other_languages.yml:10:35: LG303: invalid JMESPath: unexpected 'or' (hint: JMESPath writes || for or, && for and, ! for not)",
+        "bad/other_languages.yml:15:32: LG304: invalid condition: invalid syntax (hint: a condition is a Python expression: write and, or, not)",
+        "bad/other_languages.yml:20:27: LG304: invalid condition: invalid syntax (hint: compare with ==)",
+        "bad/other_languages.yml:25:14: LG207: rules[4].verdict must be 'allow', 'answer', 'cancel', 'block', 'unavailable' or 'budget', "
+        "got a mapping (hint: write the verdict's name and put its fields beside it in the rule: verdict: cancel, reason: 'ask first')",
     ]),
     "duplicate_rule_id.yml": (None, False, [
         "bad/duplicate_rule_id.yml:7:9: LG301: duplicate rule id 'shell' (first at line 3) (hint: rule ids are unique; profiles replace rules by id)",
@@ -289,6 +310,21 @@ def test_a_double_quoted_name_in_match_is_a_warning(tmp_path: Path) -> None:
         "not the string (hint: write 'ping' for a string (or `\"ping\"` as a JSON literal))"
     ]
     assert result.ok
+
+
+@pytest.mark.parametrize(
+    ("written", "column"),
+    [
+        ('    match: "arguments.env == \\"prod\\""\n', "5:30"),  # escaped quotes: the literal's backslash
+        ("    match: \"arguments.x == '\\u00e9' && arguments.env == \\\"prod\\\"\"\n", "5:57"),  # a \u escape before it
+        ("    match: >-\n      arguments.mode == 'a' &&\n      arguments.env == \"prod\"\n", "7:24"),  # folded: its own line
+    ],
+)
+def test_the_quoted_name_warning_points_at_the_literal(tmp_path: Path, written: str, column: str) -> None:
+    path = tmp_path / "quoted.yml"
+    path.write_text(f"version: 1\nrules:\n  - id: prod\n    tool: deploy\n{written}    verdict: cancel\n    reason: ask first\n")
+    result = check_policy(path)
+    assert [problem.format().split(": LG902")[0] for problem in result.problems] == [f"{path}:{column}"]
 
 
 def test_policies_the_loader_cannot_walk_are_problems_not_tracebacks(tmp_path: Path) -> None:

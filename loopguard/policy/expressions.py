@@ -109,9 +109,29 @@ def compile_match(text: str) -> CompiledMatch:
         detail = f"unexpected {token!r}" if token not in (None, "") else "unexpected end of expression"
         if getattr(error, "token_type", None) == "eof":
             detail = "unexpected end of expression"
-        return _raise(f"invalid JMESPath: {detail}", offset)
+        return _raise(f"invalid JMESPath: {detail}", offset, _jmespath_hint(text, token, getattr(error, "token_type", None)))
     except jmespath.exceptions.JMESPathError as error:
         return _raise(f"invalid JMESPath: {error}", None)
+
+
+def _jmespath_hint(text: str, token: Any, token_type: str | None) -> str | None:
+    """How to write in JMESPath what the expression wrote in another language's syntax."""
+    if token in ("or", "and") or text.lstrip().startswith("not "):
+        return "JMESPath writes || for or, && for and, ! for not"
+    if (token_type or "").lower() == "number":
+        return f"a number in JMESPath is a literal in backticks: `{token}`"
+    if token == "=":
+        return "compare with =="
+    return None
+
+
+def _condition_hint(text: str) -> str | None:
+    """How to write as a Python expression (simpleeval) what the condition wrote otherwise."""
+    if "&&" in text or "||" in text or re.search(r"!(?!=)", text):
+        return "a condition is a Python expression: write and, or, not"
+    if re.search(r"(?<![=!<>])=(?!=)", text):
+        return "compare with =="
+    return None
 
 
 def _raise(message: str, offset: int | None, hint: str | None = None) -> Any:
@@ -265,8 +285,8 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as error:
         if not error.offset:  # CPython reports the end of the input as offset 0
-            return _raise(f"invalid condition: {error.msg} (the expression ends too early)", len(text.strip()))
-        return _raise(f"invalid condition: {error.msg}", error.offset - 1)
+            return _raise(f"invalid condition: {error.msg} (the expression ends too early)", len(text.strip()), _condition_hint(text))
+        return _raise(f"invalid condition: {error.msg}", error.offset - 1, _condition_hint(text))
     names: set[str] = set()
     # Methods called on a root (run.get('tool_calls', 0)) are methods, not attributes.
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}

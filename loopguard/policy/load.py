@@ -121,6 +121,7 @@ class _Problems:
 
 
 _INDENTATION_HINT = "check this line's indentation: keys of one mapping line up, and a nested value is indented under its key"
+_ALIAS_HINT = "a value that starts with '*' is a YAML alias: quote a glob (tool: \"*_table\")"
 # Hints for PyYAML's usual syntax errors, by the words of its message.
 _NESTED_QUOTES_HINT = (
     "a quoted value ends at its next matching quote: put a value that holds double quotes in single quotes "
@@ -131,6 +132,9 @@ _YAML_HINTS = {
     "did not find expected key": _INDENTATION_HINT,
     "could not find expected ':'": _INDENTATION_HINT,
     "mapping values are not allowed here": "quote a value that holds ': ' (message: \"error: retry later\"), or check this line's indentation",
+    # "tool: *_table": a value that starts with '*' is an alias to an anchor.
+    "undefined alias": _ALIAS_HINT,
+    "while scanning an alias": _ALIAS_HINT,
 }
 
 
@@ -200,7 +204,8 @@ class _Reader:
         if error.problem and error.context and context is not None and mark is not None and context.line != mark.line:
             message += f" ({error.context} at line {context.line + 1})"
         origin = self.origin(mark) if mark is not None else Origin(self.file, 1, 1)
-        hint = next((hint for phrase, hint in _YAML_HINTS.items() if phrase in message), None)
+        said = f"{message} {error.context or ''}"
+        hint = next((hint for phrase, hint in _YAML_HINTS.items() if phrase in said), None)
         text = self.lines[line] if 0 <= line < len(self.lines) else ""
         column = mark.column if mark is not None else 0
         if column > 0 and text[column - 1 : column] in ('"', "'") and text.count(text[column - 1]) >= 3:
@@ -229,7 +234,12 @@ class _Reader:
             return Node(None, origin, key_origin)
         if node.tag not in _ALLOWED_TAGS:
             tag = "!!" + node.tag[len(_YAML_TAG_PREFIX) :] if node.tag.startswith(_YAML_TAG_PREFIX) else node.tag
-            self.problems.add(origin, codes.YAML_TAG, f"YAML tag '{tag}' is not allowed; a policy is plain data", hint="remove the tag")
+            hint = "remove the tag"
+            if not tag.startswith("!!") and isinstance(node, yaml.ScalarNode):
+                # "match: !arguments.force": the '!' was meant as the expression's own "not".
+                written = f"{tag}{' ' if node.value else ''}{node.value}"
+                hint = f"remove the tag, or quote the value if the '!' belongs to it: \"{written}\""
+            self.problems.add(origin, codes.YAML_TAG, f"YAML tag '{tag}' is not allowed; a policy is plain data", hint=hint)
             self.fatal = True
             return Node(None, origin, key_origin)
         if isinstance(node, yaml.MappingNode):
@@ -663,7 +673,7 @@ def _add_validation_error(problems: _Problems, error: Any, locator: _Locator, su
             if isinstance(value, str):
                 problems.add(locator.value(loc), codes.UNKNOWN_VERDICT, f"unknown verdict '{value}' in {_dotted(loc[:-1])} (expected {expected}){suffix}", hint)
             else:  # a list or a mapping: a shape problem, said as such
-                problems.add(locator.value(loc), codes.UNKNOWN_VERDICT, f"{dotted} must be {expected}, got {_describe(value)}{suffix}")
+                problems.add(locator.value(loc), codes.UNKNOWN_VERDICT, f"{dotted} must be {expected}, got {_describe(value)}{suffix}", _nested_verdict_hint(value, choices))
         elif "escalate" in loc and "when" in loc:
             if isinstance(value, str):
                 problems.add(locator.value(loc), codes.UNKNOWN_DETECTOR, f"unknown detector '{value}' in {_dotted(loc[:-1])} (known: {expected}){suffix}", hint)
@@ -732,22 +742,50 @@ def _inside(node: Node, offset: int | None) -> Origin:
         raw = lines[start.line][start.column : end.column]
         if not scalar.style:
             return Origin(node.origin.file, start.line + 1, start.column + 1 + offset)
-        if scalar.style == '"' and "\\" in raw:
-            return node.origin
         index, consumed = 1, 0
         while consumed < offset and index < len(raw):
-            index += 2 if scalar.style == "'" and raw[index : index + 2] == "''" else 1
+            if scalar.style == "'":
+                index += 2 if raw[index : index + 2] == "''" else 1
+            elif scalar.style == '"' and raw[index] == "\\":
+                # One character of the value from an escape: \" \\ \n, \xHH, \uHHHH, \UHHHHHHHH.
+                index += _ESCAPE_LENGTHS.get(raw[index + 1 : index + 2], 2)
+            else:
+                index += 1
             consumed += 1
         return Origin(node.origin.file, start.line + 1, start.column + 1 + index)
-    if scalar.style == "|" and isinstance(node.value, str):
-        before = node.value[:offset]
-        line = start.line + 1 + before.count("\n")
-        column = offset - (before.rfind("\n") + 1)
-        content = next((text for text in lines[start.line + 1 :] if text.strip()), "")
-        indent = len(content) - len(content.lstrip(" "))
-        if line < len(lines):
-            return Origin(node.origin.file, line + 1, indent + column + 1)
+    if scalar.style in ("|", ">") and isinstance(node.value, str):
+        content = [number for number in range(start.line + 1, min(end.line + 1, len(lines))) if lines[number].strip()]
+        if not content:
+            return node.origin
+        indent = len(lines[content[0]]) - len(lines[content[0]].lstrip(" "))
+        if scalar.style == "|":
+            before = node.value[:offset]
+            line = start.line + 1 + before.count("\n")
+            if line < len(lines):
+                return Origin(node.origin.file, line + 1, indent + offset - (before.rfind("\n") + 1) + 1)
+            return node.origin
+        # Folded: the value is the content lines joined by spaces (one line each, as written).
+        for number in content:
+            length = len(lines[number].strip())
+            if offset <= length:
+                return Origin(node.origin.file, number + 1, indent + offset + 1)
+            offset -= length + 1
     return node.origin
+
+
+# Characters of a double-quoted YAML escape, by the letter after the backslash (others: 2).
+_ESCAPE_LENGTHS = {"x": 4, "u": 6, "U": 10}
+
+
+def _nested_verdict_hint(value: Any, verdicts: list[str]) -> str | None:
+    """For ``verdict: {cancel: {reason: ...}}``: the verdict's fields go beside it in the rule."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return None
+    (name, fields), = value.items()
+    if name not in verdicts:
+        return None
+    beside = [f"{key}: {field!r}" if isinstance(field, str) else f"{key}: ..." for key, field in fields.items()] if isinstance(fields, dict) else []
+    return f"write the verdict's name and put its fields beside it in the rule: {', '.join([f'verdict: {name}', *beside])}"
 
 
 def _check_glob(problems: _Problems, pattern: Any, origin: Origin, what: str) -> None:

@@ -166,12 +166,18 @@ class Budget(_Model):
     )
 
 
+class CountBudget(Budget):
+    """A budget on a count (steps, calls, tokens): its limit is a whole number."""
+
+    limit: int = Field(..., gt=0, description="The most the count may reach.")
+
+
 class Budgets(_Model):
-    steps: Budget | None = Field(None, description="Steps recorded (tool calls, handoffs, messages).")
-    tool_calls: Budget | None = Field(None, description="Tool calls made.")
-    tokens: Budget | None = Field(None, description="Model tokens (input + output).")
+    steps: CountBudget | None = Field(None, description="Steps recorded (tool calls, handoffs, messages).")
+    tool_calls: CountBudget | None = Field(None, description="Tool calls made.")
+    tokens: CountBudget | None = Field(None, description="Model tokens (input + output).")
     cost_usd: Budget | None = Field(None, description="Model cost in USD (from the pricing table or reported cost).")
-    per_tool: dict[str, Budget] = Field(default_factory=dict, description="Calls of the tools matching each key (exact name or glob).")
+    per_tool: dict[str, CountBudget] = Field(default_factory=dict, description="Calls of the tools matching each key (exact name or glob).")
 
 
 class Rule(_Model):
