@@ -399,8 +399,15 @@ def test_a_directory_without_trace_files_is_an_io_error(tmp_path: Path, capsys: 
     assert capsys.readouterr().err == f"loopguard replay: {tmp_path}: cannot read: no trace files (*.json, *.jsonl, *.ndjson) in this directory\n"
 
 
-@pytest.mark.parametrize("name, content", [("blank.jsonl", "\n  \n"), ("empty_list.json", "[]"), ("no_runs.json", '{"runs": []}')])
-def test_a_trace_file_without_runs_is_an_error_for_that_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: str) -> None:
+_EMPTY_FILE = "the file is empty: a trace is JSON (a list of steps or chat messages) or JSON Lines"
+_NO_RUNS = "no runs: the file holds no steps or messages"
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [("blank.jsonl", "\n  \n", _EMPTY_FILE), ("blank.json", "", _EMPTY_FILE), ("empty_list.json", "[]", _NO_RUNS), ("no_runs.json", '{"runs": []}', _NO_RUNS)],
+)
+def test_a_trace_file_without_runs_is_an_error_for_that_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: str, message: str) -> None:
     """A trace that was never written (a blank file, ``[]``) must not pass as "0 runs"."""
     empty = tmp_path / name
     empty.write_text(content)
@@ -409,7 +416,7 @@ def test_a_trace_file_without_runs_is_an_error_for_that_file(tmp_path: Path, cap
     assert main(["replay", str(empty), str(good)]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[1:] == [
-        f"{name}  ERROR     {empty}: no runs: the file holds no steps or messages",
+        f"{name}  ERROR     {empty}: {message}",
         f"{'fine':<{len(name)}}  continue",
         "2 runs: 1 continue; 0 intervened; 1 error",
     ]

@@ -144,6 +144,23 @@ def test_run_that_is_not_a_run_is_an_error_for_that_run_only() -> None:
     assert str(runs[1].error).startswith("t.json: run 'b': a run must have 'steps' or 'messages'")
 
 
+def test_a_malformed_acceptable_window_is_an_error_for_that_run_only() -> None:
+    step = {"tool": "a", "args": {}, "output": "x"}
+    windows = [[5], [7, 3], ["1", "2"], [1.0, 2], [-1, 2], {"lo": 1}, [1, 2], None]
+    runs = parse_trace([{"run_id": f"r{index}", "label": "stuck", "acceptable_window": window, "steps": [step]} for index, window in enumerate(windows)], source="t.json")
+    expected = "'acceptable_window' must be [first, last]: two step indexes, first <= last, got"
+    assert [str(run.error) if run.error else None for run in runs] == [
+        f"t.json: run 'r0': {expected} [5]",
+        f"t.json: run 'r1': {expected} [7, 3]",
+        f't.json: run \'r2\': {expected} ["1", "2"]',
+        f"t.json: run 'r3': {expected} [1.0, 2]",
+        f"t.json: run 'r4': {expected} [-1, 2]",
+        f't.json: run \'r5\': {expected} {{"lo": 1}}',
+        None,
+        None,  # no window: any intervention is in time
+    ]
+
+
 def test_a_mistyped_label_is_an_error_for_that_run_only() -> None:
     step = {"tool": "a", "args": {}, "output": "x"}
     runs = parse_trace(

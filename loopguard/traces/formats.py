@@ -72,6 +72,8 @@ def _read_runs(path: str | Path) -> list[TraceRun]:
     except UnicodeDecodeError as exc:
         raise TraceFileError(TraceError(f"not UTF-8 text (byte {exc.start})", file=name)) from exc
     stem = Path(path).stem or name
+    if not text.strip():
+        raise TraceFileError(TraceError("the file is empty: a trace is JSON (a list of steps or chat messages) or JSON Lines", file=name))
     if Path(path).suffix.lower() in JSONL_SUFFIXES:
         return _from_lines(text, name, stem)
     try:
@@ -189,6 +191,24 @@ def _run_id(entry: dict[str, Any], fallback: str) -> str:
 LABELS = ("stuck", "healthy")
 
 
+def _is_window(value: Any) -> bool:
+    """Whether ``value`` is a usable ``acceptable_window``: ``[first, last]``, whole numbers from 0, first <= last."""
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(type(bound) is int and bound >= 0 for bound in value)
+        and value[0] <= value[1]
+    )
+
+
+def _window_text(value: Any) -> str:
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        return _shape(value)
+    return text if len(text) <= 40 else _shape(value)
+
+
 def _run(value: Any, source: str, fallback_id: str) -> TraceRun:
     """One run; a malformed run comes back with ``error`` set instead of raising."""
     if isinstance(value, list):
@@ -206,6 +226,13 @@ def _run(value: Any, source: str, fallback_id: str) -> TraceRun:
             # A mistyped label would silently judge a healthy run as stuck.
             shown = repr(label) if isinstance(label, str) else _shape(label)
             run.error = TraceError(f"'label' must be 'stuck' or 'healthy', got {shown}", file=source, run=run.run_id)
+            return run
+        window = run.meta.get("acceptable_window")
+        if window is not None and not _is_window(window):
+            # A malformed window would silently judge every intervention as in time.
+            run.error = TraceError(
+                f"'acceptable_window' must be [first, last]: two step indexes, first <= last, got {_window_text(window)}", file=source, run=run.run_id
+            )
             return run
     else:
         run = TraceRun(run_id=fallback_id)
