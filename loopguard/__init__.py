@@ -12,7 +12,9 @@ The public API::
         session.after_call(call, ToolResult(output))
 """
 
+import importlib
 import logging
+from typing import TYPE_CHECKING, Any
 
 from .calls import Handoff, ModelUsage, ToolCall, ToolResult
 from .decisions import Decision, GuardAction, Signal, Verdict, VerdictKind
@@ -22,6 +24,47 @@ from .policy.store import PolicyStore
 from .session import Session
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .adapters.callbacks import AsyncLoopGuardCallbackHandler, LoopGuardCallbackHandler
+    from .adapters.langchain import LoopGuardMiddleware
+    from .adapters.langgraph import LoopGuard, LoopGuardToolWrapper
+    from .adapters.plain import CallOutcome, GuardedTools, guarded
+
+# The adapters, importable from here too; loaded on first use, so that plain users need not
+# install LangChain (the ``langchain`` extra) and the CLI starts without it.
+_ADAPTERS = {
+    "CallOutcome": "plain",
+    "GuardedTools": "plain",
+    "guarded": "plain",
+    "LoopGuardMiddleware": "langchain",
+    "LoopGuardCallbackHandler": "callbacks",
+    "AsyncLoopGuardCallbackHandler": "callbacks",
+    "LoopGuard": "langgraph",
+    "LoopGuardToolWrapper": "langgraph",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``from loopguard import LoopGuardMiddleware`` and the other adapters (see ``_ADAPTERS``).
+
+    Raises:
+        ImportError: the adapter needs LangChain and it is not installed.
+        AttributeError: ``name`` is not part of loopguard.
+    """
+    module = _ADAPTERS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'loopguard' has no attribute {name!r}")
+    try:
+        imported = importlib.import_module(f".adapters.{module}", __name__)
+    except ModuleNotFoundError as error:
+        missing = (error.name or "langchain").split(".")[0]
+        raise ImportError(f"loopguard.{name} needs {missing}: pip install 'loopguard[langchain]'", name=missing) from error
+    return getattr(imported, name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_ADAPTERS])
 
 # A library's loggers stay silent until the application configures logging.
 logging.getLogger("loopguard").addHandler(logging.NullHandler())

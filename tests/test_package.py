@@ -1,0 +1,48 @@
+"""The package's top level: the adapters import from ``loopguard`` too, loaded on first use."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import loopguard
+from loopguard.adapters.callbacks import AsyncLoopGuardCallbackHandler, LoopGuardCallbackHandler
+from loopguard.adapters.langchain import LoopGuardMiddleware
+from loopguard.adapters.langgraph import LoopGuard, LoopGuardToolWrapper
+from loopguard.adapters.plain import CallOutcome, GuardedTools, guarded
+
+
+def test_every_adapter_is_importable_from_the_top_level() -> None:
+    from loopguard import LoopGuardMiddleware as middleware
+
+    assert middleware is LoopGuardMiddleware
+    assert [loopguard.LoopGuardCallbackHandler, loopguard.AsyncLoopGuardCallbackHandler] == [LoopGuardCallbackHandler, AsyncLoopGuardCallbackHandler]
+    assert [loopguard.LoopGuard, loopguard.LoopGuardToolWrapper] == [LoopGuard, LoopGuardToolWrapper]
+    assert [loopguard.CallOutcome, loopguard.GuardedTools, loopguard.guarded] == [CallOutcome, GuardedTools, guarded]
+    assert {"LoopGuardMiddleware", "GuardedTools", "Guard"} <= set(dir(loopguard))
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="^module 'loopguard' has no attribute 'LoopGuardMiddlewares'$"):
+        loopguard.LoopGuardMiddlewares  # noqa: B018
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_importing_loopguard_does_not_import_langchain() -> None:
+    done = _run("import sys, loopguard; print(sorted(name for name in sys.modules if name.startswith(('langchain', 'langgraph'))))")
+    assert (done.returncode, done.stdout) == (0, "[]\n")
+
+
+def test_an_adapter_without_langchain_installed_says_which_extra_to_install() -> None:
+    # None in sys.modules makes the import fail as if the package were not installed.
+    done = _run(
+        "import sys; sys.modules['langchain_core'] = None\n"
+        "try:\n    from loopguard import LoopGuardMiddleware\n"
+        "except ImportError as error:\n    print(error)"
+    )
+    assert (done.returncode, done.stdout) == (0, "loopguard.LoopGuardMiddleware needs langchain_core: pip install 'loopguard[langchain]'\n")
