@@ -258,6 +258,9 @@ def _says_empty(stripped: str, ascii_text: bool) -> bool:
 #: SQL*Plus (MySQL's "Empty set (0.00 sec)" starts as an empty phrase does). Only a printout
 #: with one row count: several statements may have printed rows before.
 _ZERO_ROWS = ("(0 rows)", "(0 rows affected)", "no rows selected")
+# clickhouse-client's printout of a query with no row: "Ok." then the count, the time taken
+# and what was read ("0 rows in set. Elapsed: 0.003 sec. Processed 1.02 thousand rows, ...").
+_CLICKHOUSE_NO_ROWS = re.compile(r"ok\.\s+0 rows in set\. elapsed: [\d.]+ sec\.(?: processed [^\n]*)?")
 # A SQL client's timing line: psql's "Time: 12.1 ms", sqlcmd's "Completion time: ...".
 _TIMING_LINE = re.compile(r"(?:completion )?time: [^\n]*$")
 
@@ -787,7 +790,11 @@ class Observation:
             if (stripped[-1:] == "]" and stripped.endswith(_SHELL_SUCCESS)) or stripped[:5] == "http/":
                 body = _content(body)  # without a shell's "[exit code 0]" or an HTTP response's headers
                 stripped = body.lower()
-            self.empty = _says_empty(stripped, ascii_text) or ((stripped.endswith(_ZERO_ROWS) or "time: " in stripped[-80:]) and _zero_rows(stripped))
+            self.empty = (
+                _says_empty(stripped, ascii_text)
+                or ((stripped.endswith(_ZERO_ROWS) or "time: " in stripped[-80:]) and _zero_rows(stripped))
+                or (stripped[:3] == "ok." and _CLICKHOUSE_NO_ROWS.fullmatch(stripped) is not None)
+            )
             if not self.empty and self._tail is None and "[]" in stripped and stripped[:1] == "{":
                 self.empty = is_empty_envelope(body, request)  # (a cut text is no whole object: not parsed)
         self._fingerprint: int | None = None

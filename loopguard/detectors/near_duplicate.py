@@ -201,6 +201,8 @@ def _throwaway_or_ordinary(words: tuple[str, ...]) -> _KeyKind:
     """A key that is no range bound: throwaway when it is a nonce ("client_nonce") or a request's
     own stamp ("request_ts", "client_request_uuid"), else ordinary; "thread_ts" or "order_uuid"
     name a record."""
+    if len(words) > 1 and words[-1] in _TIME_UNITS:
+        words = words[:-1]  # "client_timestamp_ms" is a client_timestamp
     last = words[-1]
     if last == "nonce" or (last in _THROWAWAY_WORDS and not _REQUEST_WORDS.isdisjoint(words[:-1])):
         return _THROWAWAY_KIND
@@ -644,10 +646,15 @@ def _without_identity(value: Any, depth: int) -> tuple[Any, bool]:
 
 
 #: Names of the fields that stamp or sign a request beside its identity (a nonce, a request
-#: id): its time ("timestamp", "client_ts", "request_timestamp") and its signature.
+#: id): its time ("timestamp", "client_ts", "request_timestamp", "client_time", "sent_at",
+#: "client_timestamp_ms") and its signature.
 _SIGNING_NAMES = frozenset({("signature",), ("sig",), ("signed", "at")})
 _STAMP_LAST_WORDS = frozenset({"ts", "timestamp"})
+# Named only as the client's or the request's: a plain "time" or "at" may be what is asked
+# for (a table booked for a time).
+_OWNED_STAMP_LAST_WORDS = frozenset({"time", "at"})
 _STAMP_OWNER_WORDS = frozenset({"client", "request", "req", "x", "sent"})
+_TIME_UNITS = frozenset({"ms", "millis", "msec", "us", "ns", "sec", "secs", "seconds"})
 
 
 def _signs_request(key: Any, value: Any) -> bool:
@@ -655,8 +662,11 @@ def _signs_request(key: Any, value: Any) -> bool:
     so, with a volatile value (an epoch time, a long hex digest, an ISO timestamp). Alone (with
     no identity beside it) a "client_ts" is data: a tracked event's time."""
     words = split_name(str(key)[:NAME_LIMIT])
+    if len(words) > 1 and words[-1] in _TIME_UNITS:
+        words = words[:-1]  # "client_timestamp_ms" is a client_timestamp
     # (A stamp is named plainly or as the client's or the request's: "event_ts" is data.)
-    stamp = bool(words) and words[-1] in _STAMP_LAST_WORDS and (len(words) == 1 or words[0] in _STAMP_OWNER_WORDS)
+    owned = len(words) > 1 and words[0] in _STAMP_OWNER_WORDS
+    stamp = bool(words) and ((words[-1] in _STAMP_LAST_WORDS and (len(words) == 1 or owned)) or (words[-1] in _OWNED_STAMP_LAST_WORDS and owned))
     if tuple(words) not in _SIGNING_NAMES and not stamp:
         return False
     if type(value) is int:
@@ -1631,8 +1641,8 @@ class _Pages:
 # A quoted "key": "value" field of JSON or of a printed Python dict.
 _QUOTED_FIELD = re.compile(r"""(?:,[ \t]*)?(["'])([A-Za-z_][\w-]{0,60})\1\s*:\s*(["'])([^"'\n]{0,200})\3""")
 #: A response's own stamps, by the words of their names: RequestId, request_id,
-#: x-amzn-requestid, HostId, trace_id (an item's "host" or "id" stays).
-_STAMP_OWNERS = frozenset({"request", "host", "trace", "correlation", "span", "search", "response", "query"})
+#: x-amzn-requestid, HostId, trace_id, CloudFront's x-amz-cf-id (an item's "host" or "id" stays).
+_STAMP_OWNERS = frozenset({"request", "host", "trace", "correlation", "span", "search", "response", "query", "cf"})
 
 
 def _is_stamp(key: str) -> bool:
@@ -1640,6 +1650,7 @@ def _is_stamp(key: str) -> bool:
     return (
         "requestid" in words
         or (len(words) >= 2 and words[-1] == "id" and words[-2] in _STAMP_OWNERS)
+        or words[:4] == ["x", "amz", "id", "2"]  # S3's host id beside its request id
         or words[-1:] in (["cache"], ["cached"])  # how it was served ("cache": "HIT", "X-Cache")
         or words[-2:] == ["cache", "status"]
     )

@@ -50,7 +50,8 @@ class CompiledRule:
 
 
 #: Tool names that hand control to another agent even without a ``kind: handoff`` trait.
-HANDOFF_PREFIXES = ("transfer_to", "handoff", "hand_off", "delegate_to", "route_to")
+# (transfer_back_to_supervisor: the tool langgraph-supervisor gives every worker agent.)
+HANDOFF_PREFIXES = ("transfer_to", "transfer_back_to", "handoff", "hand_off", "delegate_to", "route_to")
 
 
 def _target_in_name(tool: str) -> str | None:
