@@ -258,9 +258,6 @@ def _says_empty(stripped: str, ascii_text: bool) -> bool:
 #: SQL*Plus (MySQL's "Empty set (0.00 sec)" starts as an empty phrase does). Only a printout
 #: with one row count: several statements may have printed rows before.
 _ZERO_ROWS = ("(0 rows)", "(0 rows affected)", "no rows selected")
-# clickhouse-client's printout of a query with no row: "Ok." then the count, the time taken
-# and what was read ("0 rows in set. Elapsed: 0.003 sec. Processed 1.02 thousand rows, ...").
-_CLICKHOUSE_NO_ROWS = re.compile(r"ok\.\s+0 rows in set\. elapsed: [\d.]+ sec\.(?: processed [^\n]*)?")
 # A SQL client's timing line: psql's "Time: 12.1 ms", sqlcmd's "Completion time: ...".
 _TIMING_LINE = re.compile(r"(?:completion )?time: [^\n]*$")
 
@@ -379,13 +376,14 @@ _EMPTY_LITERALS = frozenset(
     {"", "[]", "{}", "null", "none", "nil", "(nil)", "(empty list or set)", "(empty array)", "n/a", '""', "''", "[[]]", "no", "nothing", "empty"}
 )
 _EMPTY_PHRASE = re.compile(
-    r"^\W*(?:(?:no|zero|0)\s+(?!(?:errors?|issues?|problems?|warnings?|vulnerabilities|failures?)\b)(?:\w+\s+){0,2}?(?:results?|rows?|items?|records?|matches|entries|hits|data|output|documents?|files?|pages?|"
+    # (clickhouse-client prints "Ok." before "0 rows in set. Elapsed: 0.003 sec.")
+    r"^\W*(?:ok\.\s+(?=0\s+rows\s+in\s+set\b))?(?:(?:no|zero|0)\s+(?!(?:errors?|issues?|problems?|warnings?|vulnerabilities|failures?)\b)(?:\w+\s+){0,2}?(?:results?|rows?|items?|records?|matches|entries|hits|data|output|documents?|files?|pages?|"
     r"annotations?|messages?|events?|objects?|values?|lines?|\w+s)\b|nothing\b|empty\b|(?:no|none)\s+(?:found|returned|available)"
     # "No customer found", "no matching user found" (not "No errors found": that is a success).
     r"|no\s+(?!(?:errors?|issues?|problems?|warnings?|vulnerabilities|failures?)\b)(?:\w+\s+){0,2}?(?:found|returned|available|exists?)\b)"
 )
 _EMPTY_PHRASE_ASCII = _ascii_twin(_EMPTY_PHRASE)  # it reads folded text: \s sees only spaces
-_EMPTY_STARTS = ("no", "zero", "0", "empty")  # after leading non-word characters ("nothing", "none" start with "no")
+_EMPTY_STARTS = ("no", "zero", "0", "empty", "ok.")  # after leading non-word characters ("nothing", "none" start with "no")
 _EMPTY_INITIALS = frozenset(start[0] for start in _EMPTY_STARTS)
 _PENDING = re.compile(
     r"\b(queued|pending|running|in[ _-]?progress|processing|waiting|not[ _-]?started|scheduled|starting|"
@@ -790,11 +788,7 @@ class Observation:
             if (stripped[-1:] == "]" and stripped.endswith(_SHELL_SUCCESS)) or stripped[:5] == "http/":
                 body = _content(body)  # without a shell's "[exit code 0]" or an HTTP response's headers
                 stripped = body.lower()
-            self.empty = (
-                _says_empty(stripped, ascii_text)
-                or ((stripped.endswith(_ZERO_ROWS) or "time: " in stripped[-80:]) and _zero_rows(stripped))
-                or (stripped[:3] == "ok." and _CLICKHOUSE_NO_ROWS.fullmatch(stripped) is not None)
-            )
+            self.empty = _says_empty(stripped, ascii_text) or ((stripped.endswith(_ZERO_ROWS) or "time: " in stripped[-80:]) and _zero_rows(stripped))
             if not self.empty and self._tail is None and "[]" in stripped and stripped[:1] == "{":
                 self.empty = is_empty_envelope(body, request)  # (a cut text is no whole object: not parsed)
         self._fingerprint: int | None = None
