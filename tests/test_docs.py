@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from loopguard.policy import CODES, PolicyError, load_policy_text
+from loopguard.policy import CODES, PolicyError, check_policy_text, load_policy_text
 from loopguard.policy import schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,6 +151,9 @@ def test_policy_block(block: Block) -> None:
             load_policy_text(block.text, block.id, profile=profile, base_dir=ROOT)
         except PolicyError as error:
             pytest.fail(f"{block.id}: the policy does not load:\n{error}")
+        # Nor may an example carry a warning (a regex's \b turned into a backspace, LG903).
+        warned = [problem.format() for problem in check_policy_text(block.text, block.id, profile=profile, base_dir=ROOT).warnings]
+        assert warned == [], f"{block.id}: the example warns"
 
 
 def _expected_lines(text: str) -> list[str]:
@@ -236,3 +239,17 @@ def test_local_links_resolve() -> None:
             if "://" in target:
                 continue
             assert (path.parent / target).exists(), f"{path.name}: broken link {target}"
+
+
+def test_the_documented_deploy_rule_lets_an_asked_for_deploy_through() -> None:
+    """The regex in policy.md's no-deploy-unless-asked rule reaches the matcher as \\b."""
+    from loopguard import Guard, ToolCall
+
+    [block] = [block for block in POLICY_BLOCKS if "no-deploy-unless-asked" in block.text]
+    guard = Guard.from_policy(load_policy_text(block.text, block.id, base_dir=ROOT))
+    verdicts = []
+    for message in ("please deploy the app", "what is the deployment status?"):
+        session = guard.session()
+        session.observe_user_message(message)
+        verdicts.append(session.before_call(ToolCall("deploy", {})).verdict.kind.value)
+    assert verdicts == ["allow", "cancel"]

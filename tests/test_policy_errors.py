@@ -327,6 +327,30 @@ def test_the_quoted_name_warning_points_at_the_literal(tmp_path: Path, written: 
     assert [problem.format().split(": LG902")[0] for problem in result.problems] == [f"{path}:{column}"]
 
 
+_BACKSPACE = "a string here holds a backspace (\\b), not a regex word boundary: the pattern cannot match as meant"
+_RAW_HINT = "write the pattern as a raw string inside single-quoted YAML: when: 'matches(turn.user_message, r\"\\bdeploy\\b\")'"
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [
+        # YAML's double quotes turn \\b into \b, which Python's string then reads as a backspace.
+        ("    when: \"not matches(turn.user_message, '\\\\bdeploy\\\\b')\"\n", f"5:43: LG903: warning: {_BACKSPACE} (hint: {_RAW_HINT})"),
+        # YAML's double quotes read \b as a backspace themselves.
+        ("    when: \"not matches(turn.user_message, '\\bdeploy')\"\n", f"5:44: LG903: warning: {_BACKSPACE} (hint: {_RAW_HINT})"),
+        ("    match: \"contains(arguments.env, '\\bprod')\"\n", f"5:38: LG903: warning: {_BACKSPACE} (hint: put the expression in single quotes in YAML, where a backslash stays a backslash)"),
+        ("    when: 'not matches(turn.user_message, r\"\\bdeploy\\b\")'\n", None),  # a raw string in single quotes: right
+        ("    when: 'not matches(turn.user_message, \"\\\\bdeploy\\\\b\")'\n", None),  # an escaped backslash: right
+    ],
+)
+def test_a_regex_word_boundary_turned_backspace_is_a_warning(tmp_path: Path, written: str, expected: str | None) -> None:
+    path = tmp_path / "deploy.yml"
+    path.write_text(f"version: 1\nrules:\n  - id: deploy\n    tool: deploy\n{written}    verdict: cancel\n    reason: ask first\n")
+    result = check_policy(path)
+    assert [problem.format().removeprefix(f"{path}:") for problem in result.problems] == ([expected] if expected else [])
+    assert result.ok
+
+
 def test_policies_the_loader_cannot_walk_are_problems_not_tracebacks(tmp_path: Path) -> None:
     deep = tmp_path / "deep.yml"
     deep.write_text("version: 1\ntools:\n  x: " + "[" * 3000 + "]" * 3000 + "\n")

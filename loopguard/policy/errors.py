@@ -32,6 +32,8 @@ LG403    unknown-profile         the selected profile is not defined
 LG901    writable-policy         (warning) the file is writable by group or others
 LG902    quoted-identifier       (warning) a ``match`` compares with a "double-quoted" name,
                                  which JMESPath reads as a field, not a string
+LG903    control-character       (warning) an expression holds a control character, usually
+                                 a ``\b`` meant as a regex word boundary that became a backspace
 =======  ======================  ==============================================
 """
 
@@ -66,6 +68,7 @@ CODES: dict[str, str] = {
     "LG403": "unknown-profile",
     "LG901": "writable-policy",
     "LG902": "quoted-identifier",
+    "LG903": "control-character",
 }
 
 IO_ERROR = "LG100"
@@ -91,6 +94,7 @@ EXTENDS_CYCLE = "LG402"
 UNKNOWN_PROFILE = "LG403"
 WRITABLE_POLICY = "LG901"
 QUOTED_IDENTIFIER = "LG902"
+CONTROL_CHARACTER = "LG903"
 
 Severity = Literal["error", "warning"]
 

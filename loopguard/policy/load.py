@@ -22,6 +22,7 @@ The profile defaults to the ``LOOPGUARD_PROFILE`` environment variable when not 
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import stat
@@ -837,6 +838,7 @@ def _check_expressions(root: Node, problems: _Problems) -> None:
                         f"write '{name}' for a string (or `\"{name}\"` as a JSON literal)",
                         severity="warning",
                     )
+            _check_control_characters(problems, match, python_strings=False)
         when = rule.value.get("when")
         if when is not None and isinstance(when.value, str):
             try:
@@ -847,6 +849,45 @@ def _check_expressions(root: Node, problems: _Problems) -> None:
                 if offset is not None:
                     offset = None if "\n" in text.strip() else offset + len(text) - len(text.lstrip())
                 problems.add(_inside(when, offset), codes.BAD_CONDITION, error.message, error.hint)
+            else:
+                _check_control_characters(problems, when, python_strings=True)
+
+
+# Control characters an expression may hold on purpose: none but spacing.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL_NAMES = {"\b": "a backspace (\\b)", "\f": "a form feed (\\f)", "\a": "a bell (\\a)", "\v": "a vertical tab (\\v)", "\x00": "a NUL (\\0)"}
+
+
+def _check_control_characters(problems: _Problems, node: Node, python_strings: bool) -> None:
+    """LG903: a control character in an expression, as YAML decoded it (``"\\b"`` in double
+    quotes) or, in a condition, as Python reads a string in it (``'\\b'``). It is almost always
+    a regex's ``\\b`` (word boundary) that became a backspace, so the rule never matches."""
+    text = node.value
+    found = _CONTROL.search(text)
+    offset = found.start() if found is not None else None
+    character = found.group() if found is not None else ""
+    if found is None and python_strings and "\\" in text and "\n" not in text.strip():
+        try:
+            tree = ast.parse(text.strip(), mode="eval")
+        except SyntaxError:
+            return
+        for literal in ast.walk(tree):
+            if isinstance(literal, ast.Constant) and isinstance(literal.value, str) and (inner := _CONTROL.search(literal.value)) is not None:
+                character = inner.group()
+                offset = len(text.strip().encode("utf-8")[: literal.col_offset].decode("utf-8", "ignore")) + len(text) - len(text.lstrip())
+                break
+    if offset is None:
+        return
+    name = _CONTROL_NAMES.get(character, f"the control character \\x{ord(character):02x}")
+    if character == "\b":
+        message = f"a string here holds {name}, not a regex word boundary: the pattern cannot match as meant"
+    else:
+        message = f"a string here holds {name}: an escape read as a control character"
+    if python_strings:
+        hint = "write the pattern as a raw string inside single-quoted YAML: when: 'matches(turn.user_message, r\"\\bdeploy\\b\")'"
+    else:
+        hint = "put the expression in single quotes in YAML, where a backslash stays a backslash"
+    problems.add(_inside(node, offset), codes.CONTROL_CHARACTER, message, hint, severity="warning")
 
 
 # --------------------------------------------------------------------------- validation
