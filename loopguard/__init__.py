@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .calls import Handoff, ModelUsage, ToolCall, ToolResult
 from .decisions import Decision, GuardAction, Signal, Verdict, VerdictKind
+from .errors import LoopGuardError, LoopGuardInterrupt
 from .guard import Guard
 from .policy import CompiledPolicy, PolicyError, Problem, load_policy, load_policy_text
 from .policy.store import PolicyStore
@@ -28,7 +29,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from .adapters.callbacks import AsyncLoopGuardCallbackHandler, LoopGuardCallbackHandler
     from .adapters.langchain import LoopGuardMiddleware
-    from .adapters.langgraph import LoopGuard, LoopGuardToolWrapper
+    from .adapters.langgraph import LoopGuard, LoopGuardToolWrapper, loopguard_async_tool_wrapper, loopguard_tool_wrapper
     from .adapters.plain import CallOutcome, GuardedTools, guarded
 
 # The adapters, importable from here too; loaded on first use, so that plain users need not
@@ -42,6 +43,8 @@ _ADAPTERS = {
     "AsyncLoopGuardCallbackHandler": "callbacks",
     "LoopGuard": "langgraph",
     "LoopGuardToolWrapper": "langgraph",
+    "loopguard_tool_wrapper": "langgraph",
+    "loopguard_async_tool_wrapper": "langgraph",
 }
 
 
@@ -74,6 +77,8 @@ __all__ = [
     "Decision",
     "Guard",
     "GuardAction",
+    "LoopGuardError",
+    "LoopGuardInterrupt",
     "Handoff",
     "ModelUsage",
     "PolicyError",

@@ -509,12 +509,18 @@ def is_refusal(text: str, output: Any = None) -> bool:
         return False
 
 
+# What loopguard's plain adapter answers for a tool that raised or does not exist: the same
+# shape as a refusal, but the call was made.
+_ADAPTER_FAILURES = frozenset({"tool_error", "unknown_tool"})
+
+
 def _payload_keys(data: Any) -> bool:
     if not isinstance(data, dict):
         return False
     if data.get("cancelled") is True:
         return data.keys() == {"cancelled", "reason"}
-    return data.get("error") is True and data.keys() == {"error", "type", "message"}
+    kind = data.get("type")
+    return data.get("error") is True and data.keys() == {"error", "type", "message"} and not (type(kind) is str and kind in _ADAPTER_FAILURES)
 
 _PERMANENT_CODES = frozenset({400, 401, 403, 404, 405, 410, 422})
 _RETRYABLE_CODES = frozenset({408, 425, 429, 500, 502, 503, 504})

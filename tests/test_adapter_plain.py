@@ -106,6 +106,13 @@ def test_exceptions_become_error_results() -> None:
     assert unknown.result["type"] == "unknown_tool" and unknown.error and not unknown.ran
 
 
+def test_a_tool_that_raises_again_is_a_failure_not_a_refusal() -> None:
+    tools, _ = make()
+    outcomes = [tools.run_call("explode", {"x": 1}) for _ in range(2)]
+    assert [signal.kind for signal in outcomes[1].after.signals if signal.detector == "failure"] == ["repeated_deterministic_failure"]
+    assert outcomes[1].after.signals[-1].message == 'explode({"x":1}) failed 2 times with the same deterministic error: {"error":true,"message":"ValueError: bad input","type":"tool_error"}'
+
+
 def test_repeated_failure_is_blocked_on_the_third_attempt() -> None:
     runs = {"n": 0}
 

@@ -10,7 +10,7 @@ import pytest
 import loopguard
 from loopguard.adapters.callbacks import AsyncLoopGuardCallbackHandler, LoopGuardCallbackHandler
 from loopguard.adapters.langchain import LoopGuardMiddleware
-from loopguard.adapters.langgraph import LoopGuard, LoopGuardToolWrapper
+from loopguard.adapters.langgraph import LoopGuard, LoopGuardToolWrapper, loopguard_async_tool_wrapper, loopguard_tool_wrapper
 from loopguard.adapters.plain import CallOutcome, GuardedTools, guarded
 
 
@@ -20,6 +20,10 @@ def test_every_adapter_is_importable_from_the_top_level() -> None:
     assert middleware is LoopGuardMiddleware
     assert [loopguard.LoopGuardCallbackHandler, loopguard.AsyncLoopGuardCallbackHandler] == [LoopGuardCallbackHandler, AsyncLoopGuardCallbackHandler]
     assert [loopguard.LoopGuard, loopguard.LoopGuardToolWrapper] == [LoopGuard, LoopGuardToolWrapper]
+    assert [loopguard.loopguard_tool_wrapper, loopguard.loopguard_async_tool_wrapper] == [loopguard_tool_wrapper, loopguard_async_tool_wrapper]
+    from loopguard.errors import LoopGuardInterrupt
+
+    assert loopguard.LoopGuardInterrupt is LoopGuardInterrupt
     assert [loopguard.CallOutcome, loopguard.GuardedTools, loopguard.guarded] == [CallOutcome, GuardedTools, guarded]
     assert {"LoopGuardMiddleware", "GuardedTools", "Guard"} <= set(dir(loopguard))
 

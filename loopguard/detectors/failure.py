@@ -80,16 +80,17 @@ class Failure:
         count = max(stats.failures.values())
         if stats.last_failure == DETERMINISTIC and record.tool_kind != "write" and _forgiven(stats, memory, count, self.config.attempts):
             return None  # something changed since it failed (an edit, new data): one more try may work
-        if record.tool_kind == "write" and stats.last_failure != RETRYABLE:
-            # An identical write after a failure escalates faster: it may have half-applied.
-            count = max(count, self.config.attempts)
-        score = self._score(stats.last_failure, count)
+        # An identical write after a failure escalates faster: it may have half-applied. (The
+        # message and the evidence still say how often it failed.)
+        escalated = max(count, self.config.attempts) if record.tool_kind == "write" and stats.last_failure != RETRYABLE else count
+        score = self._score(stats.last_failure, escalated)
         if score is None:
             return None
+        times = "once" if count == 1 else f"{count} times"
         if stats.last_failure == REFUSED:
-            message = f"{describe(record)} was already refused {count} times; asking again will be refused again"
+            message = f"{describe(record)} was already refused {times}; asking again will be refused again"
         else:
-            message = f"{describe(record)} already failed {count} times with the same error; retrying it unchanged will fail again"
+            message = f"{describe(record)} already failed {times} with the same error; retrying it unchanged will fail again"
         return Signal(
             detector=self.name,
             kind=f"retry_of_{stats.last_failure}_failure",
