@@ -20,7 +20,7 @@ from collections import OrderedDict, deque
 from typing import Any, Callable, Sequence
 
 from .calls import ModelUsage, ToolCall, ToolResult
-from .counters import Counters, check_budgets
+from .counters import BudgetBreach, Counters, check_budgets
 from .decision_log import record_decision
 from .decisions import ALLOW, Decision, GuardAction, Signal, Verdict, VerdictKind
 from .detectors.base import CallRecord, RunMemory, SignatureStats
@@ -198,6 +198,10 @@ class Session:
         self._steps = 0
         self._calls = 0
         self._in_flight: OrderedDict[Any, tuple[CallRecord, tuple[Signal, ...]]] = OrderedDict()  # see _before_call
+        # The latest batch's calls (their indexes) and whether a result of it brought news: the
+        # results of parallel calls come back in any order, and must not be judged by it.
+        self._batch: range | None = None
+        self._batch_news = False
         self._decisions: deque[Decision] | list[Decision] = deque(maxlen=history) if history else []
         self.worst: Decision | None = None
         self.first_intervention: Decision | None = None
@@ -285,7 +289,11 @@ class Session:
         calls = [_as_call(call) for call in calls]
         with self._lock:
             policy = self._current_policy()
-            return [self._before_call(call, policy) for call in calls]
+            first = self._calls
+            decisions = [self._before_call(call, policy) for call in calls]
+            if len(calls) > 1:
+                self._batch, self._batch_news = range(first, self._calls), False
+            return decisions
 
     def after_call(self, call: ToolCall, result: ToolResult) -> Decision:
         """Record the result of a call that ran; result-aware detectors judge it.
@@ -342,7 +350,14 @@ class Session:
             signal = self._near_duplicate.result(record, changed)  # (first: it tells a page already read, for no_progress)
             if signal is not None:
                 signals.append(signal)
-            progress_signal, stale = self._no_progress.result(record, memory)
+            batch = self._batch
+            if batch is not None and record.index in batch:
+                # A stale result of a batch that already brought news is no step back: the
+                # batch's results are judged alike in whatever order they arrive.
+                progress_signal, stale = self._no_progress.result(record, memory, batch_news=self._batch_news)
+                self._batch_news = self._batch_news or not stale
+            else:
+                progress_signal, stale = self._no_progress.result(record, memory)
             self._stale = progress_signal
             if progress_signal is not None:
                 signals.append(progress_signal)
@@ -421,9 +436,11 @@ class Session:
                     continue
                 value = getattr(self.turn if budget.scope == "turn" else self.run, name)
                 if value >= budget.limit:
-                    signals.append(Signal("budget", name, 0.0, f"the {budget.scope} budget '{name}' is spent ({value:g} of {budget.limit:g})", {"value": value}))
+                    message = BudgetBreach(name, budget, value).message  # (one wording, units included, with before_call's)
+                    signals.append(Signal("budget", name, 0.0, message, {"value": value}))
                     minimum = GuardAction.most_severe(minimum, GuardAction.STOP if budget.on_exceed == "stop" else GuardAction.WARN)
-            return self._decide(policy, "observe", self._steps - 1, None, None, signals, ALLOW, minimum)
+            # A model call is no step of its own: its decision is the latest step's (0 before any).
+            return self._decide(policy, "observe", max(self._steps - 1, 0), None, None, signals, ALLOW, minimum)
 
     # -- internals ------------------------------------------------------------------
 

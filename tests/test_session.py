@@ -58,6 +58,13 @@ def test_a_refused_call_asked_again_keeps_the_rule_message_then_stops() -> None:
     assert 'run_sql({"q":"select 1"}) was already refused 2 times; asking again will be refused again' in third.reasons
 
 
+def test_a_write_refused_once_says_once_though_it_escalates_as_if_twice() -> None:
+    session = session_for("version: 1\nextends: builtin:default\ntools:\n  refund_order: {kind: write}\nrules:\n  - id: ask\n    tool: refund_order\n    verdict: cancel\n    reason: ask the user first\n")
+    first, second = (run(session, "refund_order", {"order": 7}) for _ in range(2))
+    assert (first.verdict.kind.value, second.action.value) == ("cancel", "stop")
+    assert 'refund_order({"order":7}) was already refused once; asking again will be refused again' in second.reasons
+
+
 def test_guard_payloads_count_as_refusals_not_failures() -> None:
     session = session_for("version: 1\nextends: builtin:default\n")
     call = ToolCall("book", {"id": 1})
@@ -98,7 +105,8 @@ pricing:
     session = session_for(policy)
     usage = session.observe_model_call(ModelUsage(input_tokens=2000, output_tokens=600, model="gpt-4o"))
     assert round(session.run.cost_usd, 6) == 0.011 and session.run.tokens == 2600
-    assert usage.action.value == "stop"
+    assert (usage.action.value, usage.step) == ("stop", 0)  # (a model call before any step: step 0, not -1)
+    assert usage.reasons == ["the run budget 'cost_usd' is spent (0.011 of 0.01 USD)"]  # as the refusal words it
     refused = run(session, "t", {"i": 0})
     assert refused.verdict.payload() == {"error": True, "type": "budget_spent", "message": "the run budget 'cost_usd' is spent (0.011 of 0.01 USD)"}
 
@@ -196,3 +204,24 @@ def test_acknowledgements_that_alternate_across_rounds_are_still_stale() -> None
             output = "Item added." if round_index % 2 == 0 else "Item removed."
             actions.append(session.after_call(call, ToolResult(output)).action.value)
     assert actions == ["continue"] * 7 + ["warn"] * 8
+
+
+def test_a_batchs_results_are_judged_alike_in_any_order() -> None:
+    """Parallel calls come back in the order they finish: an empty answer and news from one
+    batch leave the run as it was, whichever arrives first (the LangGraph ToolNode runs
+    them in threads)."""
+    outcomes = []
+    for order in ((0, 1), (1, 0)):
+        session = session_for("version: 1\nextends: builtin:default\n")
+        search, weather = ToolCall("search", {"q": "flights"}, id="s"), ToolCall("get_weather", {"city": "Oslo"}, id="w")
+        answers = [ToolResult("no results"), ToolResult('{"forecast": "sunny"}')]
+        session.before_batch([search, weather])
+        for index in order:
+            session.after_call((search, weather)[index], answers[index])
+        later = []
+        for number in range(2):
+            call = ToolCall("search", {"q": "flights"}, id=f"s{number}")
+            later.append(session.before_call(call).action.value)
+            later.append(session.after_call(call, ToolResult("no results")).action.value)
+        outcomes.append(later)
+    assert outcomes[0] == outcomes[1] == ["continue", "continue", "stop", "stop"]

@@ -223,12 +223,14 @@ class NoProgress:
         message = f"{record.tool} {_WHAT['repeated_thought']}; the last {memory.stale_streak} results brought nothing new"
         return Signal(self.name, "repeated_thought", self.config.weight, message, {"call": record.index, "stale_results": memory.stale_streak})
 
-    def result(self, record: CallRecord, memory: RunMemory, environment: bool = True) -> tuple[Signal | None, bool]:
+    def result(self, record: CallRecord, memory: RunMemory, environment: bool = True, batch_news: bool = False) -> tuple[Signal | None, bool]:
         """Update the run memory with this result; return the signal (if active) and whether it was stale.
 
         ``environment`` is False for the agent's own messages: they can be stale, but
         they are not new information from the world (a failure retried after the agent
-        merely talked is still retried unchanged).
+        merely talked is still retried unchanged). ``batch_news`` is True when the call is one
+        of a batch of parallel calls and another result of the batch brought news: a stale
+        result then leaves the run's streak as it is (the results' order is chance).
         """
         observation = record.observation
         assert observation is not None
@@ -399,7 +401,8 @@ class NoProgress:
         stats.results += 1
 
         if stale:
-            memory.stale_streak += 1
+            if not batch_news:
+                memory.stale_streak += 1
         elif environment:
             memory.stale_streak = 0
             if not observation.error and kind != "stalled_poll":  # a poll's same answer is no news
