@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from loopguard.policy import CODES, PolicyError, PolicyIOError, Problem, check_policy, load_policy, load_policy_text
+from loopguard.policy import CODES, PolicyError, PolicyIOError, Problem, check_policy, check_policy_text, load_policy, load_policy_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "policies"
 
@@ -146,6 +146,15 @@ CASES: dict[str, tuple[str | None, bool, list[str]]] = {
         "bad/other_languages.yml:20:27: LG304: invalid condition: invalid syntax (hint: compare with ==)",
         "bad/other_languages.yml:25:14: LG207: rules[4].verdict must be 'allow', 'answer', 'cancel', 'block', 'unavailable' or 'budget', "
         "got a mapping (hint: write the verdict's name and put its fields beside it in the rule: verdict: cancel, reason: 'ask first')",
+        "bad/other_languages.yml:28:23: LG303: invalid JMESPath: unexpected 'currency' "
+        "(hint: JMESPath reads a field with a dot: arguments.currency (a name with other characters in double quotes: arguments.\"my-field\"))",
+        "bad/other_languages.yml:33:32: LG304: invalid condition: invalid syntax (hint: compare with == and !=)",
+        "bad/other_languages.yml:38:12: LG304: unknown name 'arguments' in condition (known: call, run, tool, turn) "
+        "(hint: write call.arguments: the pending call is call (call.tool, call.arguments, call.id, call.agent))",
+    ]),
+    "budget_per_tool_level.yml": (None, False, [
+        "bad/budget_per_tool_level.yml:3:3: LG201: unknown key 'search_orders' in budgets "
+        "(hint: a tool's budget goes under per_tool (budgets: {per_tool: {search_orders: {limit: 5}}}); the others are steps, tool_calls, tokens, cost_usd)",
     ]),
     "duplicate_rule_id.yml": (None, False, [
         "bad/duplicate_rule_id.yml:7:9: LG301: duplicate rule id 'shell' (first at line 3) (hint: rule ids are unique; profiles replace rules by id)",
@@ -351,6 +360,22 @@ def test_a_regex_word_boundary_turned_backspace_is_a_warning(tmp_path: Path, wri
     assert result.ok
 
 
+def test_a_field_the_verdict_does_not_use_is_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "unused.yml"
+    path.write_text(
+        "version: 1\nrules:\n  - id: refunds\n    tool: refund_order\n    verdict: cancel\n    reason: ask first\n    limit: 3\n"
+        "  - id: shell\n    tool: shell\n    verdict: block\n    message: no shell\n    result: {ok: true}\n    scope: turn\n"
+        "  - id: quota\n    tool: search\n    verdict: budget\n    limit: 3\n    scope: turn\n    message: enough searching\n"
+    )
+    result = check_policy(path)
+    assert [problem.format().removeprefix(f"{path}:") for problem in result.problems] == [
+        "7:5: LG904: warning: verdict 'cancel' does not use 'limit': the rule ignores it (hint: 'limit' is for verdict 'budget')",
+        "12:5: LG904: warning: verdict 'block' does not use 'result': the rule ignores it (hint: 'result' is for verdict 'answer')",
+        "13:5: LG904: warning: verdict 'block' does not use 'scope': the rule ignores it (hint: 'scope' is for verdict 'budget')",
+    ]
+    assert result.ok
+
+
 def test_policies_the_loader_cannot_walk_are_problems_not_tracebacks(tmp_path: Path) -> None:
     deep = tmp_path / "deep.yml"
     deep.write_text("version: 1\ntools:\n  x: " + "[" * 3000 + "]" * 3000 + "\n")
@@ -420,3 +445,9 @@ def test_an_unquoted_colon_in_a_value_gets_a_quoting_hint() -> None:
         "t.yml:6:19: LG101: invalid YAML: mapping values are not allowed here "
         "(hint: quote a value that holds ': ' (message: \"error: retry later\"), or check this line's indentation)"
     ]
+
+
+def test_an_unterminated_string_in_a_condition_names_no_line_of_its_own() -> None:
+    # Python says "(detected at line 1)", the expression's line, which is not the file's.
+    result = check_policy_text("version: 1\nrules:\n  - id: c\n    tool: x\n    when: \"turn.user_message == 'confirm\"\n    verdict: cancel\n    reason: ask first\n", "p.yml")
+    assert [problem.format() for problem in result.problems] == ["p.yml:5:33: LG304: invalid condition: unterminated string literal"]

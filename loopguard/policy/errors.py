@@ -34,6 +34,8 @@ LG902    quoted-identifier       (warning) a ``match`` compares with a "double-q
                                  which JMESPath reads as a field, not a string
 LG903    control-character       (warning) an expression holds a control character, usually
                                  a ``\b`` meant as a regex word boundary that became a backspace
+LG904    unused-field            (warning) a rule sets a field its verdict does not use
+                                 (a ``limit`` on a ``cancel`` rule)
 =======  ======================  ==============================================
 """
 
@@ -69,6 +71,7 @@ CODES: dict[str, str] = {
     "LG901": "writable-policy",
     "LG902": "quoted-identifier",
     "LG903": "control-character",
+    "LG904": "unused-field",
 }
 
 IO_ERROR = "LG100"
@@ -95,6 +98,7 @@ UNKNOWN_PROFILE = "LG403"
 WRITABLE_POLICY = "LG901"
 QUOTED_IDENTIFIER = "LG902"
 CONTROL_CHARACTER = "LG903"
+UNUSED_FIELD = "LG904"
 
 Severity = Literal["error", "warning"]
 

@@ -118,6 +118,9 @@ def _jmespath_hint(text: str, token: Any, token_type: str | None) -> str | None:
     """How to write in JMESPath what the expression wrote in another language's syntax."""
     if token in ("or", "and") or text.lstrip().startswith("not "):
         return "JMESPath writes || for or, && for and, ! for not"
+    if re.search(r"\[\s*['\"]", text):
+        field = token if isinstance(token, str) and token.isidentifier() else "currency"
+        return f"JMESPath reads a field with a dot: arguments.{field} (a name with other characters in double quotes: arguments.\"my-field\")"
     if (token_type or "").lower() == "number":
         return f"a number in JMESPath is a literal in backticks: `{token}`"
     if token == "=":
@@ -127,6 +130,8 @@ def _jmespath_hint(text: str, token: Any, token_type: str | None) -> str | None:
 
 def _condition_hint(text: str) -> str | None:
     """How to write as a Python expression (simpleeval) what the condition wrote otherwise."""
+    if "===" in text or "!==" in text:
+        return "compare with == and !="
     if "&&" in text or "||" in text or re.search(r"!(?!=)", text):
         return "a condition is a Python expression: write and, or, not"
     if re.search(r"(?<![=!<>])=(?!=)", text):
@@ -286,7 +291,8 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
     except SyntaxError as error:
         if not error.offset:  # CPython reports the end of the input as offset 0
             return _raise(f"invalid condition: {error.msg} (the expression ends too early)", len(text.strip()), _condition_hint(text))
-        return _raise(f"invalid condition: {error.msg}", error.offset - 1, _condition_hint(text))
+        message = re.sub(r" \(detected at line \d+\)$", "", error.msg)  # (the expression's line, not the file's)
+        return _raise(f"invalid condition: {message}", error.offset - 1, _condition_hint(text))
     names: set[str] = set()
     # Methods called on a root (run.get('tool_calls', 0)) are methods, not attributes.
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
@@ -295,7 +301,10 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
             names.add(node.id)
             if node.id not in allowed_names and node.id not in CONDITION_FUNCTIONS:
                 known = ", ".join(sorted(n for n in allowed_names if n[0].islower() and n not in CONDITION_CONSTANTS))
-                return _raise(f"unknown name {node.id!r} in condition (known: {known})", node.col_offset, did_you_mean(node.id, [*allowed_names, *CONDITION_FUNCTIONS]))
+                hint = did_you_mean(node.id, [*allowed_names, *CONDITION_FUNCTIONS])
+                if hint is None and node.id in CONDITION_ATTRIBUTES["call"] and "call" in allowed_names:
+                    hint = f"write call.{node.id}: the pending call is call (call.tool, call.arguments, call.id, call.agent)"
+                return _raise(f"unknown name {node.id!r} in condition (known: {known})", node.col_offset, hint)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in CONDITION_FUNCTIONS:
             return _raise(
                 f"unknown function {node.func.id!r} in condition (known: {', '.join(sorted(CONDITION_FUNCTIONS))})",

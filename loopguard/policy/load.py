@@ -547,6 +547,9 @@ def _add_unknown_key(problems: _Problems, key: Any, origin: Origin, path: PathKe
     else:
         where = "at the top level"
     hint = did_you_mean(key, fields) or (f"a profile can set: {', '.join(fields)}" if profile is not None and not relative else None)
+    if hint is None and relative == ("budgets",):
+        # "budgets: {search: {limit: 5}}": a tool's budget one level too high.
+        hint = f"a tool's budget goes under per_tool (budgets: {{per_tool: {{{key}: {{limit: 5}}}}}}); the others are {', '.join(name for name in fields if name != 'per_tool')}"
     problems.add(origin, codes.UNKNOWN_KEY, f"unknown key '{key}' {where}", hint)
 
 
@@ -789,6 +792,38 @@ def _nested_verdict_hint(value: Any, verdicts: list[str]) -> str | None:
     return f"write the verdict's name and put its fields beside it in the rule: {', '.join([f'verdict: {name}', *beside])}"
 
 
+# The fields each verdict reads; the rule's other fields (id, tool, match, when, mode,
+# on_error) serve every verdict.
+_VERDICT_READS = {
+    "allow": (),
+    "answer": ("result",),
+    "cancel": ("reason",),
+    "block": ("type", "message"),
+    "unavailable": ("message",),
+    "budget": ("limit", "scope", "message"),
+}
+_VERDICT_ONLY_FIELDS = frozenset(field for fields in _VERDICT_READS.values() for field in fields)
+
+
+def _check_unused_verdict_fields(rule: Node, problems: _Problems) -> None:
+    """LG904: a field the rule's verdict does not read (a ``limit`` on a ``cancel`` rule looks
+    like a quota and is none). Not when the verdict lacks its own field: LG205 says that."""
+    verdict = rule.value.get("verdict")
+    reads = _VERDICT_READS.get(verdict.value) if verdict is not None and isinstance(verdict.value, str) else None
+    if reads is None or missing_verdict_field(verdict.value, {key: child.value for key, child in rule.value.items()}) is not None:
+        return
+    for key, child in rule.value.items():
+        if key in _VERDICT_ONLY_FIELDS and key not in reads:
+            users = " or ".join(f"'{name}'" for name, fields in _VERDICT_READS.items() if key in fields)
+            problems.add(
+                child.key_origin or child.origin,
+                codes.UNUSED_FIELD,
+                f"verdict '{verdict.value}' does not use '{key}': the rule ignores it",
+                f"'{key}' is for verdict {users}",
+                severity="warning",
+            )
+
+
 def _check_glob(problems: _Problems, pattern: Any, origin: Origin, what: str) -> None:
     if not isinstance(pattern, str):
         return
@@ -818,6 +853,7 @@ def _check_expressions(root: Node, problems: _Problems) -> None:
     for rule in rules.value:
         if not isinstance(rule.value, dict):
             continue
+        _check_unused_verdict_fields(rule, problems)
         tool = rule.value.get("tool")
         if tool is not None:
             _check_glob(problems, tool.value, tool.origin, "tool")
