@@ -131,6 +131,14 @@ def test_explain_yaml_comments_origins(monkeypatch: pytest.MonkeyPatch, capsys: 
     assert "    - when: [repeat, no_progress]  # from policies/default.yml:21" in out
 
 
+def test_explain_outside_the_repository_names_shipped_files_as_builtins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)  # (an installed loopguard: its policies lie outside the working directory)
+    assert main(["explain", "builtin:strict"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "    threshold: 2  # from builtin:strict:13" in out
+    assert "    weight: 0.95  # from builtin:default:15" in out
+
+
 def test_explain_json_and_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "p.yml"
     path.write_text("version: 1\nextends: builtin:default\nprofiles:\n  dev:\n    mode: observe\n")

@@ -88,12 +88,20 @@ class Node:
 
 
 def _display(path: Path) -> str:
-    """A path as shown in messages: relative to the working directory when inside it."""
+    """A path as shown in messages: relative to the working directory when inside it; a
+    shipped policy outside it as ``builtin:NAME`` (not the install's absolute path)."""
     try:
         relative = os.path.relpath(path)
     except ValueError:
-        return str(path)
-    return str(path) if relative.startswith("..") else relative
+        relative = ".."
+    if not relative.startswith(".."):
+        return relative
+    try:
+        if path.suffix == ".yml" and path.resolve().parent == POLICIES_DIR.resolve():
+            return f"{BUILTIN_PREFIX}{path.stem}"
+    except (OSError, RuntimeError):
+        pass
+    return str(path)
 
 
 class _Problems:
