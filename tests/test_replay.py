@@ -226,7 +226,7 @@ def test_expected_in_report() -> None:
 
 @pytest.fixture
 def fake_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(loopguard.policy, "load_policy", lambda source, profile=None: SimpleNamespace(source=source, profile=profile, revision="r1"), raising=False)
+    monkeypatch.setattr(loopguard.policy, "load_policy", lambda source, profile=None: SimpleNamespace(source=source, profile=profile, revision="r1", mode="enforce"), raising=False)
     monkeypatch.setattr(replay_module, "_default_session", FakeSession)
     monkeypatch.chdir(tmp_path)
 
@@ -420,3 +420,12 @@ def test_a_trace_file_without_runs_is_an_error_for_that_file(tmp_path: Path, cap
         f"{'fine':<{len(name)}}  continue",
         "2 runs: 1 continue; 0 intervened; 1 error",
     ]
+
+
+def test_the_text_header_says_when_the_policy_only_observes(capsys: pytest.CaptureFixture[str]) -> None:
+    trace = Path(__file__).resolve().parents[1] / "examples" / "traces" / "support_agent.json"
+    assert main(["replay", str(trace), "--policy", "builtin:observe"]) == 1
+    from loopguard.policy import load_policy
+
+    revision = load_policy("builtin:observe").revision
+    assert capsys.readouterr().out.splitlines()[0] == f"policy builtin:observe (revision {revision}, observe mode: verdicts are recorded, not applied)"

@@ -106,7 +106,9 @@ def run_replay(
         out.write("\n")
     else:
         profile = f", profile {policy.profile}" if policy.profile else ""
-        print(f"policy {policy.source}{profile} (revision {policy.revision})", file=out)
+        # In observe mode the verdicts below were recorded, never applied: say so up front.
+        mode = ", observe mode: verdicts are recorded, not applied" if policy.mode == "observe" else ""
+        print(f"policy {policy.source}{profile} (revision {policy.revision}{mode})", file=out)
         print(render_text(reports), file=out)
     return exit_code(reports, GuardAction(args.fail_on))
 
