@@ -13,6 +13,7 @@ The public API::
 """
 
 import importlib
+import importlib.util
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -67,7 +68,18 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_ADAPTERS])
+    """The module's names and the adapters that can be imported here: ``help(loopguard)`` and
+    ``inspect.getmembers`` walk this list, and must not trip over a missing extra."""
+    try:
+        installed = all(importlib.util.find_spec(name) is not None for name in ("langchain_core", "langchain", "langgraph"))
+    except (ImportError, ValueError):
+        installed = False
+    available = [name for name, module in _ADAPTERS.items() if module == "plain" or installed]
+    return sorted({*globals(), *available} - _HELPERS)
+
+
+# (Imports of this module itself, not part of loopguard's API.)
+_HELPERS = frozenset({"Any", "TYPE_CHECKING", "importlib", "logging"})
 
 # A library's loggers stay silent until the application configures logging.
 logging.getLogger("loopguard").addHandler(logging.NullHandler())

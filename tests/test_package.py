@@ -50,3 +50,15 @@ def test_an_adapter_without_langchain_installed_says_which_extra_to_install() ->
         "except ImportError as error:\n    print(error)"
     )
     assert (done.returncode, done.stdout) == (0, "loopguard.LoopGuardMiddleware needs langchain_core: pip install 'loopguard[langchain]'\n")
+
+
+def test_help_works_without_langchain_installed() -> None:
+    # help() and inspect.getmembers walk dir(): it lists only the adapters that can be imported.
+    done = _run(
+        "import sys; sys.modules['langchain_core'] = None\n"
+        "import inspect, pydoc, loopguard\n"
+        "names = dir(loopguard)\n"
+        "print('LoopGuardMiddleware' in names, 'GuardedTools' in names, 'importlib' in names)\n"
+        "pydoc.render_doc(loopguard); inspect.getmembers(loopguard); print('ok')"
+    )
+    assert (done.returncode, done.stdout) == (0, "False True False\nok\n")

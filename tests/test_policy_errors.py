@@ -327,6 +327,12 @@ def test_a_double_quoted_name_in_match_is_a_warning(tmp_path: Path) -> None:
         ('    match: "arguments.env == \\"prod\\""\n', "5:30"),  # escaped quotes: the literal's backslash
         ("    match: \"arguments.x == '\\u00e9' && arguments.env == \\\"prod\\\"\"\n", "5:57"),  # a \u escape before it
         ("    match: >-\n      arguments.mode == 'a' &&\n      arguments.env == \"prod\"\n", "7:24"),  # folded: its own line
+        ('    match: !!str "arguments.env == \\"prod\\""\n', "5:36"),  # a tag before the quote
+        ('    match: &m1 arguments.env == "prod"\n', "5:33"),  # an anchor before a plain value
+        # Folded with a blank line (it becomes a line break) or a more-indented line: the
+        # expression's own position, never a wrong one.
+        ("    match: >\n      arguments.mode == 'a'\n\n      && arguments.env == \"prod\"\n", "5:12"),
+        ("    match: >\n      arguments.mode == 'a'\n        && arguments.x == 'z'\n      && arguments.env == \"prod\"\n", "5:12"),
     ],
 )
 def test_the_quoted_name_warning_points_at_the_literal(tmp_path: Path, written: str, column: str) -> None:

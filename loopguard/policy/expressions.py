@@ -97,8 +97,12 @@ def _check_functions(tree: Any) -> None:
         _check_functions(child)
 
 
+@lru_cache(maxsize=4096)
 def compile_match(text: str) -> CompiledMatch:
-    """Compile a JMESPath expression. Raises :class:`ExpressionError` with the offset."""
+    """Compile a JMESPath expression. Raises :class:`ExpressionError` with the offset.
+
+    Memoised: every profile's effective policy compiles the same rules again (a compiled
+    expression is immutable, so policies may share it)."""
     try:
         compiled = jmespath.compile(text)
         _check_functions(compiled.parsed)
@@ -280,8 +284,10 @@ CONDITION_ATTRIBUTES: dict[str, frozenset[str]] = {
 _ALLOWED_ROOTS = frozenset(CONDITION_ATTRIBUTES) | frozenset(CONDITION_CONSTANTS)
 
 
+@lru_cache(maxsize=4096)
 def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS) -> CompiledCondition:
     """Parse a simpleeval condition. Raises :class:`ExpressionError` with the offset.
+    Memoised, as :func:`compile_match`.
 
     Unknown root names (not ``run``, ``turn``, ``tool`` or ``call``) and unknown functions
     are load errors too, so a typo never silently turns a rule off.

@@ -241,13 +241,16 @@ class _Reader:
                 self.problems.add(origin, codes.YAML_SYNTAX, f"the policy expands to more than {_MAX_NODES:,} values (aliases repeating aliases?)", hint="a policy is small; do not nest aliases")
             self.fatal = True
             return Node(None, origin, key_origin)
-        if node.tag not in _ALLOWED_TAGS:
-            tag = "!!" + node.tag[len(_YAML_TAG_PREFIX) :] if node.tag.startswith(_YAML_TAG_PREFIX) else node.tag
+        line = self.lines[node.start_mark.line] if node.start_mark.line < len(self.lines) else ""
+        # "! arguments.force": YAML reads a lone '!' as a tag and drops it, so the value silently
+        # loses its "not"; it is reported as a tag too.
+        bare_bang = isinstance(node, yaml.ScalarNode) and line[node.start_mark.column : node.start_mark.column + 2] in ("! ", "!\t")
+        if node.tag not in _ALLOWED_TAGS or bare_bang:
+            tag = "!" if bare_bang else "!!" + node.tag[len(_YAML_TAG_PREFIX) :] if node.tag.startswith(_YAML_TAG_PREFIX) else node.tag
             hint = "remove the tag"
             if not tag.startswith("!!") and isinstance(node, yaml.ScalarNode):
                 # "match: !arguments.force": the '!' was meant as the expression's own "not".
-                written = f"{tag}{' ' if node.value else ''}{node.value}"
-                hint = f"remove the tag, or quote the value if the '!' belongs to it: \"{written}\""
+                hint = "remove the tag, or quote the value if the '!' belongs to it" + _quoted_example(f"{tag}{' ' if node.value else ''}{node.value}")
             self.problems.add(origin, codes.YAML_TAG, f"YAML tag '{tag}' is not allowed; a policy is plain data", hint=hint)
             self.fatal = True
             return Node(None, origin, key_origin)
@@ -745,16 +748,20 @@ def _add_validation_error(problems: _Problems, error: Any, locator: _Locator, su
 
 
 def _inside(node: Node, offset: int | None) -> Origin:
-    """Origin of character ``offset`` of a scalar's value, when the scalar's style allows mapping it."""
+    """Origin of character ``offset`` of a scalar's value, when the scalar's style allows mapping
+    it exactly; else the scalar's own origin (never a wrong line or column)."""
     scalar, lines = node.scalar, node.lines
-    if offset is None or scalar is None or lines is None:
+    text = node.value
+    if offset is None or scalar is None or lines is None or not isinstance(text, str):
         return node.origin
     start, end = scalar.start_mark, scalar.end_mark
     if scalar.style in (None, "", "'", '"') and start.line == end.line and start.line < len(lines):
         raw = lines[start.line][start.column : end.column]
+        # The marks include a tag or an anchor written before the value ("!!str", "&m1").
         if not scalar.style:
-            return Origin(node.origin.file, start.line + 1, start.column + 1 + offset)
-        index, consumed = 1, 0
+            begin = len(raw) - len(text) if raw.endswith(text) else 0
+            return Origin(node.origin.file, start.line + 1, start.column + 1 + begin + offset)
+        index, consumed = raw.find(scalar.style) + 1, 0
         while consumed < offset and index < len(raw):
             if scalar.style == "'":
                 index += 2 if raw[index : index + 2] == "''" else 1
@@ -765,28 +772,52 @@ def _inside(node: Node, offset: int | None) -> Origin:
                 index += 1
             consumed += 1
         return Origin(node.origin.file, start.line + 1, start.column + 1 + index)
-    if scalar.style in ("|", ">") and isinstance(node.value, str):
-        content = [number for number in range(start.line + 1, min(end.line + 1, len(lines))) if lines[number].strip()]
-        if not content:
-            return node.origin
-        indent = len(lines[content[0]]) - len(lines[content[0]].lstrip(" "))
-        if scalar.style == "|":
-            before = node.value[:offset]
-            line = start.line + 1 + before.count("\n")
-            if line < len(lines):
-                return Origin(node.origin.file, line + 1, indent + offset - (before.rfind("\n") + 1) + 1)
-            return node.origin
-        # Folded: the value is the content lines joined by spaces (one line each, as written).
-        for number in content:
-            length = len(lines[number].strip())
-            if offset <= length:
-                return Origin(node.origin.file, number + 1, indent + offset + 1)
-            offset -= length + 1
+    if scalar.style not in ("|", ">"):
+        return node.origin
+    # A block scalar's lines: those after its header, up to the line its end mark is on when
+    # the next key starts there.
+    ends_before = end.line >= len(lines) or lines[end.line][: end.column].strip() == ""
+    last = end.line if ends_before else end.line + 1
+    numbers = range(start.line + 1, min(last, len(lines)))
+    content = [number for number in numbers if lines[number].strip()]
+    if not content:
+        return node.origin
+    indent = len(lines[content[0]]) - len(lines[content[0]].lstrip(" "))
+    if scalar.style == "|":
+        before = text[:offset]
+        line = start.line + 1 + before.count("\n")
+        if line in numbers:
+            return Origin(node.origin.file, line + 1, indent + offset - (before.rfind("\n") + 1) + 1)
+        return node.origin
+    # Folded: mapped only when the value is its lines joined by single spaces (one indentation,
+    # no blank or more-indented line, no trailing spaces); anything else folds otherwise.
+    written = [lines[number] for number in content]
+    if content != list(range(content[0], content[-1] + 1)) or any(
+        line[:indent].strip() or line[indent : indent + 1] in (" ", "\t") or line != line.rstrip() for line in written
+    ):
+        return node.origin
+    if text.rstrip("\n") != " ".join(line.strip() for line in written):
+        return node.origin
+    for number in content:
+        length = len(lines[number].strip())
+        if offset <= length:
+            return Origin(node.origin.file, number + 1, indent + offset + 1)
+        offset -= length + 1
     return node.origin
 
 
 # Characters of a double-quoted YAML escape, by the letter after the backslash (others: 2).
 _ESCAPE_LENGTHS = {"x": 4, "u": 6, "U": 10}
+
+
+def _quoted_example(value: str) -> str:
+    """``: "VALUE"`` (or single-quoted when it holds double quotes) for a hint; nothing for a
+    value on several lines."""
+    if "\n" in value or len(value) > 80:
+        return ""
+    if '"' not in value:
+        return f': "{value}"'
+    return ": '" + value.replace("'", "''") + "'"
 
 
 def _nested_verdict_hint(value: Any, verdicts: list[str]) -> str | None:
