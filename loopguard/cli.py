@@ -101,7 +101,8 @@ def _check(args: argparse.Namespace) -> int:
                 warnings.simplefilter("ignore")
                 # Every profile by default: a profile that breaks the policy once merged (thresholds
                 # out of order) must show up before it is deployed, not when it is selected.
-                result = check_policy(source, profile=args.profile, all_profiles=args.all_profiles or args.profile is None)
+                profile = args.profile or None  # (an empty name selects no profile, as LOOPGUARD_PROFILE='' does)
+                result = check_policy(source, profile=profile, all_profiles=args.all_profiles or profile is None)
         except PolicyIOError as error:
             io_failed = True
             reports.append({"source": source, "ok": False, "io_error": True, "problems": error.problems})

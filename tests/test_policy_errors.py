@@ -145,7 +145,7 @@ CASES: dict[str, tuple[str | None, bool, list[str]]] = {
         "bad/other_languages.yml:15:32: LG304: invalid condition: invalid syntax (hint: a condition is a Python expression: write and, or, not)",
         "bad/other_languages.yml:20:27: LG304: invalid condition: invalid syntax (hint: compare with ==)",
         "bad/other_languages.yml:25:14: LG207: rules[4].verdict must be 'allow', 'answer', 'cancel', 'block', 'unavailable' or 'budget', "
-        "got a mapping (hint: write the verdict's name and put its fields beside it in the rule: verdict: cancel, reason: 'ask first')",
+        "got a mapping (hint: write the verdict's name and put its fields beside it in the rule: verdict: cancel, reason: \"ask first\")",
         "bad/other_languages.yml:28:23: LG303: invalid JMESPath: unexpected 'currency' "
         "(hint: JMESPath reads a field with a dot: arguments.currency (a name with other characters in double quotes: arguments.\"my-field\"))",
         "bad/other_languages.yml:33:32: LG304: invalid condition: invalid syntax (hint: compare with == and !=)",
@@ -457,3 +457,45 @@ def test_an_unterminated_string_in_a_condition_names_no_line_of_its_own() -> Non
     # Python says "(detected at line 1)", the expression's line, which is not the file's.
     result = check_policy_text("version: 1\nrules:\n  - id: c\n    tool: x\n    when: \"turn.user_message == 'confirm\"\n    verdict: cancel\n    reason: ask first\n", "p.yml")
     assert [problem.format() for problem in result.problems] == ["p.yml:5:33: LG304: invalid condition: unterminated string literal"]
+
+
+@pytest.mark.parametrize(
+    ("condition", "hint"),
+    [
+        ("matches(turn.user_message, 'oops!') and and", None),  # a '!' inside a string says nothing
+        ("turn.user_message == 'a&&b' or", None),
+        ("turn.user_message == 'a=b' and", None),
+        ("call.arguments.get('x', default=1) >", None),  # a keyword argument is no comparison
+        ("run.tool_calls => 3", "write >= and <="),
+        ("!(run.tool_calls > 3) (", "a condition is a Python expression: write and, or, not"),
+        ("((((((((((((((((((((", None),  # unbalanced: read once, never looped on
+    ],
+)
+def test_condition_hints_read_the_code_not_its_strings(condition: str, hint: str | None) -> None:
+    from loopguard.policy.expressions import ExpressionError, compile_condition
+
+    with pytest.raises(ExpressionError) as raised:
+        compile_condition(condition)
+    assert raised.value.hint == hint
+
+
+@pytest.mark.parametrize(("match", "hint"), [("arguments.size > 1.5", "`1.5`"), ("arguments.x == 1e3", "`1e3`"), ("arguments.x => `3`", None)])
+def test_jmespath_number_hints_keep_the_number_as_written(match: str, hint: str | None) -> None:
+    from loopguard.policy.expressions import ExpressionError, compile_match
+
+    with pytest.raises(ExpressionError) as raised:
+        compile_match(match)
+    assert raised.value.hint == (f"a number in JMESPath is a literal in backticks: {hint}" if hint else "write >= and <=")
+
+
+@pytest.mark.parametrize(
+    ("verdict", "hint"),
+    [
+        ('{cancel: {reason: "C:\\\\tmp"}}', 'verdict: cancel, reason: "C:\\\\tmp"'),
+        ("{cancel: {reason: x, verdict: block}}", 'verdict: cancel, reason: "x"'),
+        ('{cancel: "ask first"}', 'verdict: cancel, reason: "ask first"'),
+    ],
+)
+def test_the_verdict_mapping_hint_is_valid_yaml(verdict: str, hint: str) -> None:
+    result = check_policy_text(f"version: 1\nrules:\n  - id: r\n    tool: t\n    verdict: {verdict}\n", "p.yml")
+    assert [problem.hint for problem in result.errors] == [f"write the verdict's name and put its fields beside it in the rule: {hint}"]

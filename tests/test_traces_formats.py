@@ -161,6 +161,19 @@ def test_a_malformed_acceptable_window_is_an_error_for_that_run_only() -> None:
     ]
 
 
+def test_acceptable_decisions_must_be_a_list_of_actions() -> None:
+    step = {"tool": "a", "args": {}, "output": "x"}
+    values = ["stop", ["replan", "stopp"], [3], ["replan", "stop"]]
+    runs = parse_trace([{"run_id": f"r{index}", "label": "stuck", "acceptable_decisions": value, "steps": [step]} for index, value in enumerate(values)], source="t.json")
+    expected = "'acceptable_decisions' must be a list of actions (continue, warn, replan, pause, stop), got"
+    assert [str(run.error) if run.error else None for run in runs] == [
+        f't.json: run \'r0\': {expected} "stop"',
+        f't.json: run \'r1\': {expected} ["replan", "stopp"]',
+        f"t.json: run 'r2': {expected} [3]",
+        None,
+    ]
+
+
 def test_a_mistyped_label_is_an_error_for_that_run_only() -> None:
     step = {"tool": "a", "args": {}, "output": "x"}
     runs = parse_trace(

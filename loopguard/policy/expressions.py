@@ -113,12 +113,15 @@ def compile_match(text: str) -> CompiledMatch:
         detail = f"unexpected {token!r}" if token not in (None, "") else "unexpected end of expression"
         if getattr(error, "token_type", None) == "eof":
             detail = "unexpected end of expression"
-        return _raise(f"invalid JMESPath: {detail}", offset, _jmespath_hint(text, token, getattr(error, "token_type", None)))
+        return _raise(f"invalid JMESPath: {detail}", offset, _jmespath_hint(text, token, getattr(error, "token_type", None), offset))
     except jmespath.exceptions.JMESPathError as error:
         return _raise(f"invalid JMESPath: {error}", None)
 
 
-def _jmespath_hint(text: str, token: Any, token_type: str | None) -> str | None:
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+
+
+def _jmespath_hint(text: str, token: Any, token_type: str | None, offset: int | None = None) -> str | None:
     """How to write in JMESPath what the expression wrote in another language's syntax."""
     if token in ("or", "and") or text.lstrip().startswith("not "):
         return "JMESPath writes || for or, && for and, ! for not"
@@ -126,21 +129,37 @@ def _jmespath_hint(text: str, token: Any, token_type: str | None) -> str | None:
         field = token if isinstance(token, str) and token.isidentifier() else "currency"
         return f"JMESPath reads a field with a dot: arguments.{field} (a name with other characters in double quotes: arguments.\"my-field\")"
     if (token_type or "").lower() == "number":
-        return f"a number in JMESPath is a literal in backticks: `{token}`"
+        written = _NUMBER.match(text, offset) if offset is not None else None  # (the lexer's token drops ".5" and "e3")
+        return f"a number in JMESPath is a literal in backticks: `{written.group() if written else token}`"
+    if token == "=" and text[offset + 1 : offset + 2] in (">", "<") if offset is not None else False:
+        return "write >= and <="
     if token == "=":
         return "compare with =="
     return None
 
 
 def _condition_hint(text: str) -> str | None:
-    """How to write as a Python expression (simpleeval) what the condition wrote otherwise."""
-    if "===" in text or "!==" in text:
+    """How to write as a Python expression (simpleeval) what the condition wrote otherwise
+    (read outside its string literals and its calls' parentheses: 'a&&b' is text and
+    ``get('x', default=1)`` a keyword)."""
+    code = _STRING_LITERAL.sub("''", text)
+    for _ in range(code.count("(")):  # innermost first; bounded: each pass removes a pair
+        code, found = _INNERMOST_CALL.subn("_", code)
+        if not found:
+            break
+    if "=>" in code or "=<" in code:
+        return "write >= and <="
+    if "===" in code or "!==" in code:
         return "compare with == and !="
-    if "&&" in text or "||" in text or re.search(r"!(?!=)", text):
+    if "&&" in code or "||" in code or re.search(r"!(?!=)", code):
         return "a condition is a Python expression: write and, or, not"
-    if re.search(r"(?<![=!<>])=(?!=)", text):
+    if re.search(r"(?<![=!<>])=(?!=)", code):
         return "compare with =="
     return None
+
+
+_STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"')
+_INNERMOST_CALL = re.compile(r"\([^()]*\)")
 
 
 def _raise(message: str, offset: int | None, hint: str | None = None) -> Any:

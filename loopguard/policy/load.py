@@ -23,6 +23,7 @@ The profile defaults to the ``LOOPGUARD_PROFILE`` environment variable when not 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import stat
@@ -827,7 +828,12 @@ def _nested_verdict_hint(value: Any, verdicts: list[str]) -> str | None:
     (name, fields), = value.items()
     if name not in verdicts:
         return None
-    beside = [f"{key}: {field!r}" if isinstance(field, str) else f"{key}: ..." for key, field in fields.items()] if isinstance(fields, dict) else []
+    if not isinstance(fields, dict):
+        # "{cancel: ask first}": the value is the field the verdict needs.
+        needed = VERDICT_FIELDS.get(name)
+        fields = {needed: fields} if needed is not None and fields is not None else {}
+    # Strings as JSON, which YAML reads back as the same text; the rest elided.
+    beside = [f"{key}: {json.dumps(field, ensure_ascii=False) if isinstance(field, str) else '...'}" for key, field in fields.items() if key != "verdict"]
     return f"write the verdict's name and put its fields beside it in the rule: {', '.join([f'verdict: {name}', *beside])}"
 
 

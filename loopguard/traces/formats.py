@@ -187,6 +187,7 @@ def _run_id(entry: dict[str, Any], fallback: str) -> str:
     return fallback
 
 
+_ACTIONS = ("continue", "warn", "replan", "pause", "stop")
 #: The labels of a labelled case (``data/cases/README.md``).
 LABELS = ("stuck", "healthy")
 
@@ -226,6 +227,11 @@ def _run(value: Any, source: str, fallback_id: str) -> TraceRun:
             # A mistyped label would silently judge a healthy run as stuck.
             shown = repr(label) if isinstance(label, str) else _shape(label)
             run.error = TraceError(f"'label' must be 'stuck' or 'healthy', got {shown}", file=source, run=run.run_id)
+            return run
+        accepted = run.meta.get("acceptable_decisions")
+        if accepted is not None and not (isinstance(accepted, list) and all(item in _ACTIONS for item in accepted if isinstance(item, str)) and all(isinstance(item, str) for item in accepted)):
+            # A string or a misspelt action would silently accept any action.
+            run.error = TraceError(f"'acceptable_decisions' must be a list of actions ({', '.join(_ACTIONS)}), got {_window_text(accepted)}", file=source, run=run.run_id)
             return run
         window = run.meta.get("acceptable_window")
         if window is not None and not _is_window(window):
