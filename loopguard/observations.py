@@ -511,7 +511,8 @@ def is_refusal(text: str, output: Any = None) -> bool:
 
 # What loopguard's plain adapter answers for a tool that raised or does not exist: the same
 # shape as a refusal, but the call was made.
-_ADAPTER_FAILURES = frozenset({"tool_error", "unknown_tool"})
+TOOL_ERROR, UNKNOWN_TOOL = "tool_error", "unknown_tool"
+_ADAPTER_FAILURES = frozenset({TOOL_ERROR, UNKNOWN_TOOL})
 
 
 def _payload_keys(data: Any) -> bool:

@@ -43,6 +43,11 @@ def signals_at(report: RunReport, step: int) -> set[str]:
     return {f"{signal.detector}/{signal.kind}" for entry in report.decisions if entry.step == step for signal in entry.decision.signals}
 
 
+def said(agent: str, texts: Any) -> list[dict[str, Any]]:
+    """Steps in which ``agent`` writes each text as a message, with no tool call."""
+    return [step(None, output=text, agent=agent) for text in texts]
+
+
 def step(tool: str | None, args: Any = None, output: Any = "", **extra: Any) -> dict[str, Any]:
     entry: dict[str, Any] = {"agent": extra.pop("agent", "agent"), "output": output, **extra}
     if tool is not None:
@@ -288,7 +293,7 @@ def test_messages_that_differ_in_what_they_name_or_share_no_words_are_not_reword
             step("load_csv", {"path": f"report_q{quarter}.csv"}, "" if quarter == 2 else f"{1000 * quarter} rows", agent="analyst"),
         ]
     assert replay(policy, tmp_path, narrated).verdict.value == "continue"
-    chat = [step(None, output=text, agent="bot") for text in ("好的，我来查一下。", "请稍等，我正在处理。", "👍", "🙂")]
+    chat = said("bot", ("好的，我来查一下。", "请稍等，我正在处理。", "👍", "🙂"))
     assert replay(policy, tmp_path, chat).verdict.value == "continue"
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_detector_kinds import first, policy, replay, signals_at, step  # noqa: F401  (policy is a fixture)
+from test_detector_kinds import first, policy, replay, said, signals_at, step  # noqa: F401  (policy is a fixture)
 
 from loopguard.detectors.near_duplicate import same_target
 from loopguard.observations import classify_failure, observe
@@ -58,7 +58,7 @@ def test_a_plan_announced_again_and_again_in_paraphrase_is_a_monologue(policy, t
         "I will now inspect the nightly export job logs to find what failed.",
         "Starting with the nightly export job logs, I'll find the failure cause.",
     ]
-    report = replay(policy, tmp_path, [step(None, output=text, agent="producer") for text in messages])
+    report = replay(policy, tmp_path, said("producer", messages))
     assert first(report) == (3, "replan")
     assert "near_duplicate/reworded_message" in signals_at(report, 3)
     # A tutor's or a builder's next step brings its own words: no restatement.
@@ -69,7 +69,7 @@ def test_a_plan_announced_again_and_again_in_paraphrase_is_a_monologue(policy, t
         "I'll now add the REST endpoints for stock levels and reservations.",
         "I'll now cover the endpoints with pytest unit tests and fixtures.",
     ]
-    assert first(replay(policy, tmp_path, [step(None, output=text, agent="builder") for text in steps])) is None
+    assert first(replay(policy, tmp_path, said("builder", steps))) is None
 
 
 def test_sections_of_a_write_up_are_no_monologue(policy, tmp_path: Path) -> None:
@@ -81,7 +81,7 @@ def test_sections_of_a_write_up_are_no_monologue(policy, tmp_path: Path) -> None
         "## 4. Outlook: two large enterprise customers renew in October, and the currency hedge expires in December.",
         "## 5. Next steps: hire a second account manager for the Nordics and renegotiate the CDN contract.",
     ]
-    assert first(replay(policy, tmp_path, [step(None, output=text, agent="analyst") for text in sections])) is None
+    assert first(replay(policy, tmp_path, said("analyst", sections))) is None
 
 
 def test_offsets_past_the_end_that_return_long_earlier_pages_are_a_wrap(policy, tmp_path: Path) -> None:

@@ -5,10 +5,9 @@ participles."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from test_detector_kinds import first, policy, replay, signals_at, step  # noqa: F401  (policy is a fixture)
+from test_detector_kinds import first, policy, replay, said, signals_at, step  # noqa: F401  (policy is a fixture)
 
 from loopguard.detectors.near_duplicate import _announces, _is_identity, _signs_request, _sql_range, same_target
 from loopguard.observations import classify_failure, observe
@@ -132,7 +131,7 @@ def test_a_plan_restated_as_actions_under_way_is_a_monologue(policy, tmp_path: P
         "Next step: call place_venue_hold for V-2231 on June 14 with a 7-day hold, then the tasting.",
         "Proceeding to place the courtesy hold for June 14 on V-2231.",
     ]
-    report = replay(policy, tmp_path, [step(None, output=text, agent="planner") for text in messages])
+    report = replay(policy, tmp_path, said("planner", messages))
     assert first(report) == (3, "replan")
     assert "near_duplicate/reworded_message" in signals_at(report, 3)
     assert [_announces(text) for text in ("placing the hold now.", "running screen_party for the first ubo.", "now executing step 1.")] == [True] * 3

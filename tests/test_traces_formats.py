@@ -144,12 +144,16 @@ def test_run_that_is_not_a_run_is_an_error_for_that_run_only() -> None:
     assert str(runs[1].error).startswith("t.json: run 'b': a run must have 'steps' or 'messages'")
 
 
-def test_a_malformed_acceptable_window_is_an_error_for_that_run_only() -> None:
+def _label_errors(field: str, values: list[Any]) -> list[str | None]:
+    """The error of each labelled stuck run ``r0``, ``r1``, ... whose ``field`` is each value."""
     step = {"tool": "a", "args": {}, "output": "x"}
-    windows = [[5], [7, 3], ["1", "2"], [1.0, 2], [-1, 2], {"lo": 1}, [1, 2], None]
-    runs = parse_trace([{"run_id": f"r{index}", "label": "stuck", "acceptable_window": window, "steps": [step]} for index, window in enumerate(windows)], source="t.json")
+    runs = parse_trace([{"run_id": f"r{index}", "label": "stuck", field: value, "steps": [step]} for index, value in enumerate(values)], source="t.json")
+    return [str(run.error) if run.error else None for run in runs]
+
+
+def test_a_malformed_acceptable_window_is_an_error_for_that_run_only() -> None:
     expected = "'acceptable_window' must be [first, last]: two step indexes, first <= last, got"
-    assert [str(run.error) if run.error else None for run in runs] == [
+    assert _label_errors("acceptable_window", [[5], [7, 3], ["1", "2"], [1.0, 2], [-1, 2], {"lo": 1}, [1, 2], None]) == [
         f"t.json: run 'r0': {expected} [5]",
         f"t.json: run 'r1': {expected} [7, 3]",
         f't.json: run \'r2\': {expected} ["1", "2"]',
@@ -162,11 +166,8 @@ def test_a_malformed_acceptable_window_is_an_error_for_that_run_only() -> None:
 
 
 def test_acceptable_decisions_must_be_a_list_of_actions() -> None:
-    step = {"tool": "a", "args": {}, "output": "x"}
-    values = ["stop", ["replan", "stopp"], [3], ["replan", "stop"]]
-    runs = parse_trace([{"run_id": f"r{index}", "label": "stuck", "acceptable_decisions": value, "steps": [step]} for index, value in enumerate(values)], source="t.json")
     expected = "'acceptable_decisions' must be a list of actions (continue, warn, replan, pause, stop), got"
-    assert [str(run.error) if run.error else None for run in runs] == [
+    assert _label_errors("acceptable_decisions", ["stop", ["replan", "stopp"], [3], ["replan", "stop"]]) == [
         f't.json: run \'r0\': {expected} "stop"',
         f't.json: run \'r1\': {expected} ["replan", "stopp"]',
         f"t.json: run 'r2': {expected} [3]",

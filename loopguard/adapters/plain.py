@@ -39,6 +39,7 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 from ..calls import ToolCall, ToolResult
 from ..decisions import Decision, GuardAction
 from ..errors import LoopGuardInterrupt
+from ..observations import TOOL_ERROR, UNKNOWN_TOOL
 from ..session import Session
 
 __all__ = ["CallOutcome", "GuardedTools", "guarded"]
@@ -73,7 +74,7 @@ def _stops(decision: Decision | None) -> bool:
 
 
 def _error_payload(error: BaseException) -> dict[str, Any]:
-    return {"error": True, "type": "tool_error", "message": f"{type(error).__name__}: {error}"}
+    return {"error": True, "type": TOOL_ERROR, "message": f"{type(error).__name__}: {error}"}
 
 
 class GuardedTools:
@@ -162,7 +163,7 @@ class GuardedTools:
         started = time.perf_counter()
         error = False
         if function is None:
-            result: Any = {"error": True, "type": "unknown_tool", "message": f"no tool named {call.name!r}"}
+            result: Any = {"error": True, "type": UNKNOWN_TOOL, "message": f"no tool named {call.name!r}"}
             error = True
         else:
             arguments = call.arguments if isinstance(call.arguments, Mapping) else {}

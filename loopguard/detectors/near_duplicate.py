@@ -42,7 +42,7 @@ from datetime import datetime, timezone
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 from urllib.parse import parse_qsl, quote_plus, urlsplit
 
 from ..decisions import Signal
@@ -201,8 +201,7 @@ def _throwaway_or_ordinary(words: tuple[str, ...]) -> _KeyKind:
     """A key that is no range bound: throwaway when it is a nonce ("client_nonce") or a request's
     own stamp ("request_ts", "client_request_uuid"), else ordinary; "thread_ts" or "order_uuid"
     name a record."""
-    if len(words) > 1 and words[-1] in _TIME_UNITS:
-        words = words[:-1]  # "client_timestamp_ms" is a client_timestamp
+    words = _without_unit(words)
     last = words[-1]
     if last == "nonce" or (last in _THROWAWAY_WORDS and not _REQUEST_WORDS.isdisjoint(words[:-1])):
         return _THROWAWAY_KIND
@@ -657,13 +656,16 @@ _STAMP_OWNER_WORDS = frozenset({"client", "request", "req", "x", "sent"})
 _TIME_UNITS = frozenset({"ms", "millis", "msec", "us", "ns", "sec", "secs", "seconds"})
 
 
+def _without_unit(words: Sequence[str]) -> Sequence[str]:
+    """A name's words without a time unit at its end: "client_timestamp_ms" is a client_timestamp."""
+    return words[:-1] if len(words) > 1 and words[-1] in _TIME_UNITS else words
+
+
 def _signs_request(key: Any, value: Any) -> bool:
     """Whether a field beside a request identity is that request's stamp or signature: named
     so, with a volatile value (an epoch time, a long hex digest, an ISO timestamp). Alone (with
     no identity beside it) a "client_ts" is data: a tracked event's time."""
-    words = split_name(str(key)[:NAME_LIMIT])
-    if len(words) > 1 and words[-1] in _TIME_UNITS:
-        words = words[:-1]  # "client_timestamp_ms" is a client_timestamp
+    words = _without_unit(split_name(str(key)[:NAME_LIMIT]))
     # (A stamp is named plainly or as the client's or the request's: "event_ts" is data.)
     owned = len(words) > 1 and words[0] in _STAMP_OWNER_WORDS
     stamp = bool(words) and ((words[-1] in _STAMP_LAST_WORDS and (len(words) == 1 or owned)) or (words[-1] in _OWNED_STAMP_LAST_WORDS and owned))

@@ -131,10 +131,9 @@ def _jmespath_hint(text: str, token: Any, token_type: str | None, offset: int | 
     if (token_type or "").lower() == "number":
         written = _NUMBER.match(text, offset) if offset is not None else None  # (the lexer's token drops ".5" and "e3")
         return f"a number in JMESPath is a literal in backticks: `{written.group() if written else token}`"
-    if token == "=" and text[offset + 1 : offset + 2] in (">", "<") if offset is not None else False:
-        return "write >= and <="
     if token == "=":
-        return "compare with =="
+        follows = text[offset + 1 : offset + 2] if offset is not None else ""
+        return "write >= and <=" if follows in (">", "<") else "compare with =="
     return None
 
 
@@ -349,7 +348,7 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
             if node.attr not in known:
                 return _raise(
                     f"unknown attribute {root}.{node.attr} in condition (known: {', '.join(sorted(known))})",
-                    _characters(text, node.end_col_offset or 0) - len(node.attr),
+                    character_column(text, node.end_col_offset or 0) - len(node.attr),
                     did_you_mean(node.attr, known),
                 )
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr not in ALLOWED_METHODS:
@@ -372,7 +371,7 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
     return CompiledCondition(text, frozenset(names), parsed, _attributes_read(tree, called))
 
 
-def _characters(text: str, byte_offset: int) -> int:
+def character_column(text: str, byte_offset: int) -> int:
     """A column of the stripped condition's first line as characters (ast counts UTF-8 bytes)."""
     return len(text.strip().encode("utf-8")[:byte_offset].decode("utf-8", "ignore"))
 

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ValidationError
 from . import errors as codes
 from .compile import CompiledPolicy, compile_glob, compile_policy
 from .errors import Problem, PolicyError, PolicyFileWarning, PolicyIOError, did_you_mean
-from .expressions import ExpressionError, compile_condition, compile_match
+from .expressions import ExpressionError, character_column, compile_condition, compile_match
 from .schema import VERDICT_FIELDS, Policy, _PolicyBody, missing_verdict_field
 
 #: Environment variable naming the profile to apply when none is passed.
@@ -955,7 +955,7 @@ def _check_control_characters(problems: _Problems, node: Node, python_strings: b
         for literal in ast.walk(tree):
             if isinstance(literal, ast.Constant) and isinstance(literal.value, str) and (inner := _CONTROL.search(literal.value)) is not None:
                 character = inner.group()
-                offset = len(text.strip().encode("utf-8")[: literal.col_offset].decode("utf-8", "ignore")) + len(text) - len(text.lstrip())
+                offset = character_column(text, literal.col_offset) + len(text) - len(text.lstrip())
                 break
     if offset is None:
         return

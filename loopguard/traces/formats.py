@@ -29,6 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from loopguard.decisions import GuardAction
 from loopguard.traces.chat import is_message, parse_messages
 from loopguard.traces.model import (
     MalformedTrace,
@@ -38,6 +39,7 @@ from loopguard.traces.model import (
     TraceRun,
     type_name,
 )
+from loopguard.traces.report import window_of
 from loopguard.traces.steps import is_step, parse_steps
 
 RUN_BODY_KEYS = ("steps", "messages", "traj")
@@ -187,22 +189,19 @@ def _run_id(entry: dict[str, Any], fallback: str) -> str:
     return fallback
 
 
-_ACTIONS = ("continue", "warn", "replan", "pause", "stop")
+_ACTIONS = tuple(action.value for action in GuardAction)
 #: The labels of a labelled case (``data/cases/README.md``).
 LABELS = ("stuck", "healthy")
 
 
 def _is_window(value: Any) -> bool:
-    """Whether ``value`` is a usable ``acceptable_window``: ``[first, last]``, whole numbers from 0, first <= last."""
-    return (
-        isinstance(value, list)
-        and len(value) == 2
-        and all(type(bound) is int and bound >= 0 for bound in value)
-        and value[0] <= value[1]
-    )
+    """Whether ``value`` is a usable ``acceptable_window``: two step indexes, first <= last."""
+    window = window_of(value)
+    return window is not None and 0 <= window[0] <= window[1]
 
 
-def _window_text(value: Any) -> str:
+def _shown(value: Any) -> str:
+    """A label's value as an error message shows it: its JSON when short, else its shape."""
     try:
         text = json.dumps(value)
     except (TypeError, ValueError):
@@ -229,15 +228,15 @@ def _run(value: Any, source: str, fallback_id: str) -> TraceRun:
             run.error = TraceError(f"'label' must be 'stuck' or 'healthy', got {shown}", file=source, run=run.run_id)
             return run
         accepted = run.meta.get("acceptable_decisions")
-        if accepted is not None and not (isinstance(accepted, list) and all(item in _ACTIONS for item in accepted if isinstance(item, str)) and all(isinstance(item, str) for item in accepted)):
+        if accepted is not None and not (isinstance(accepted, list) and all(isinstance(item, str) and item in _ACTIONS for item in accepted)):
             # A string or a misspelt action would silently accept any action.
-            run.error = TraceError(f"'acceptable_decisions' must be a list of actions ({', '.join(_ACTIONS)}), got {_window_text(accepted)}", file=source, run=run.run_id)
+            run.error = TraceError(f"'acceptable_decisions' must be a list of actions ({', '.join(_ACTIONS)}), got {_shown(accepted)}", file=source, run=run.run_id)
             return run
         window = run.meta.get("acceptable_window")
         if window is not None and not _is_window(window):
             # A malformed window would silently judge every intervention as in time.
             run.error = TraceError(
-                f"'acceptable_window' must be [first, last]: two step indexes, first <= last, got {_window_text(window)}", file=source, run=run.run_id
+                f"'acceptable_window' must be [first, last]: two step indexes, first <= last, got {_shown(window)}", file=source, run=run.run_id
             )
             return run
     else:

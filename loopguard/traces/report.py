@@ -74,7 +74,9 @@ class Expected:
         return {"label": self.label, "acceptable_window": window, "judged": self.judged}
 
 
-def _window(value: Any) -> tuple[int, int] | None:
+def window_of(value: Any) -> tuple[int, int] | None:
+    """A label's ``acceptable_window`` as ``(first, last)``, or ``None`` when it is not two
+    whole numbers."""
     if (
         isinstance(value, (list, tuple))
         and len(value) == 2
@@ -94,7 +96,7 @@ def judge(meta: dict[str, Any], first_intervention: int | None, action: GuardAct
     label = meta.get("label")
     if not isinstance(label, str):
         return None
-    window = _window(meta.get("acceptable_window"))
+    window = window_of(meta.get("acceptable_window"))
     if label == "healthy":
         judged = OK if first_intervention is None else FALSE_ALARM
     elif first_intervention is None:
