@@ -98,7 +98,7 @@ CASES: dict[str, tuple[str | None, bool, list[str]]] = {
     ]),
     "unknown_verdict.yml": (None, False, [
         "bad/unknown_verdict.yml:5:14: LG207: unknown verdict 'deny' in rules[0] "
-        "(expected 'allow', 'answer', 'cancel', 'block', 'unavailable' or 'budget')",
+        "(expected 'allow', 'answer', 'cancel', 'block', 'unavailable' or 'budget') (hint: to refuse the call with an error, write verdict: block)",
     ]),
     "thresholds_order.yml": (None, False, [
         "bad/thresholds_order.yml:4:11: LG208: thresholds must ascend: replan (0.9) is above pause (0.8) (hint: warn <= replan <= pause <= stop)",
@@ -499,3 +499,49 @@ def test_jmespath_number_hints_keep_the_number_as_written(match: str, hint: str 
 def test_the_verdict_mapping_hint_is_valid_yaml(verdict: str, hint: str) -> None:
     result = check_policy_text(f"version: 1\nrules:\n  - id: r\n    tool: t\n    verdict: {verdict}\n", "p.yml")
     assert [problem.hint for problem in result.errors] == [f"write the verdict's name and put its fields beside it in the rule: {hint}"]
+
+
+def test_a_misspelt_required_key_is_one_problem_not_two() -> None:
+    assert check_policy_text_errors("version: 1\nrules:\n  - id: r\n    tool: x\n    verdcit: block\n    message: m\n") == [
+        "t.yml:5:5: LG201: unknown key 'verdcit' in rules[0] (hint: did you mean 'verdict'?)",
+    ]
+    # A key that is no misspelling of it leaves the missing field reported.
+    assert check_policy_text_errors("version: 1\nrules:\n  - id: r\n    tool: x\n    action: block\n") == [
+        "t.yml:3:5: LG205: 'verdict' is required in rules[0]",
+        "t.yml:5:5: LG201: unknown key 'action' in rules[0]",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("verdict", "hint"),
+    [
+        ("deny", "to refuse the call with an error, write verdict: block"),
+        ("warn", "warn is an action, which detectors and thresholds decide; a rule decides a verdict. To record what a rule would do without applying it, give it mode: observe"),
+        ("cache", "to answer the call without running it, write verdict: answer (with a result)"),
+        ("Confirm", "to stop the call for a human, write verdict: cancel (with a reason)"),
+        ("blok", "did you mean 'block'?"),
+    ],
+)
+def test_other_tools_verdict_words_get_the_verdict_that_does_it(verdict: str, hint: str) -> None:
+    [line] = check_policy_text_errors(f"version: 1\nrules:\n  - id: r\n    tool: x\n    verdict: {verdict}\n")
+    assert line == (
+        f"t.yml:5:14: LG207: unknown verdict '{verdict}' in rules[0] "
+        f"(expected 'allow', 'answer', 'cancel', 'block', 'unavailable' or 'budget') (hint: {hint})"
+    )
+
+
+@pytest.mark.parametrize(
+    ("condition", "method", "column", "hint"),
+    [
+        ("call.tool.startsWith('x')", "startsWith", 22, "write s.startswith('x')"),
+        ("call.tool.indexOf('x') > 0", "indexOf", 22, "write s.find('x') (-1 when absent)"),
+        ("turn.user_message.lowr() == 'y'", "lowr", 30, "did you mean 'lower'?"),
+        ("call.tool.ljust(3) == 'x'", "ljust", 22, None),
+    ],
+)
+def test_a_method_from_another_language_gets_its_python_spelling(condition: str, method: str, column: int, hint: str | None) -> None:
+    [line] = check_policy_text_errors(f'version: 1\nrules:\n  - id: r\n    tool: x\n    when: "{condition}"\n    verdict: block\n    message: m\n')
+    assert line == (
+        f"t.yml:5:{column}: LG304: method '{method}' is not allowed in a condition (allowed: casefold, count, endswith, find, get, "
+        "isalnum, isalpha, isdigit, items, keys, lower, lstrip, rstrip, startswith, strip, upper, values)" + (f" (hint: {hint})" if hint else "")
+    )

@@ -161,6 +161,24 @@ _STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"')
 _INNERMOST_CALL = re.compile(r"\([^()]*\)")
 
 
+# JavaScript's and Java's string methods, and what a condition (Python syntax) writes instead.
+_OTHER_LANGUAGES_METHODS = {
+    "indexOf": "write s.find('x') (-1 when absent)",
+    "includes": "write 'x' in s",
+    "contains": "write 'x' in s",
+    "toLowerCase": "write s.lower()",
+    "toUpperCase": "write s.upper()",
+    "startsWith": "write s.startswith('x')",
+    "endsWith": "write s.endswith('x')",
+    "trim": "write s.strip()",
+    "length": "write len(s)",
+    "size": "write len(s)",
+    "equals": "write a == b",
+    "test": "write matches(s, 'pattern')",
+    "match": "write matches(s, 'pattern')",
+}
+
+
 def _raise(message: str, offset: int | None, hint: str | None = None) -> Any:
     raise ExpressionError(message, offset, hint)
 
@@ -354,7 +372,8 @@ def compile_condition(text: str, allowed_names: frozenset[str] = _ALLOWED_ROOTS)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr not in ALLOWED_METHODS:
             return _raise(
                 f"method {node.func.attr!r} is not allowed in a condition (allowed: {', '.join(sorted(ALLOWED_METHODS))})",
-                node.func.col_offset,
+                character_column(text, node.func.end_col_offset or 0) - len(node.func.attr),
+                _OTHER_LANGUAGES_METHODS.get(node.func.attr) or did_you_mean(node.func.attr, ALLOWED_METHODS),
             )
         if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr)):
             return _raise(f"{type(node).__name__} is not allowed in a condition", node.col_offset)

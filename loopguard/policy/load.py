@@ -651,6 +651,16 @@ class _Locator:
         return node is not None and id(node) in self.overlay_nodes
 
 
+# Other tools' words for a rule's verdict (OPA's deny, an action name), and the verdict that does it.
+_VERDICT_WORDS = {
+    **dict.fromkeys(("deny", "reject", "refuse", "forbid", "disallow", "stop", "error"), "to refuse the call with an error, write verdict: block"),
+    **dict.fromkeys(("skip", "ask", "confirm", "approve", "escalate", "pause", "human"), "to stop the call for a human, write verdict: cancel (with a reason)"),
+    **dict.fromkeys(("cache", "mock", "respond", "reply", "return", "stub"), "to answer the call without running it, write verdict: answer (with a result)"),
+    **dict.fromkeys(("limit", "quota", "rate_limit", "throttle"), "for a number of calls, write verdict: budget (with a limit)"),
+    **dict.fromkeys(("warn", "log", "audit", "alert", "notify", "monitor"), "warn is an action, which detectors and thresholds decide; a rule decides a verdict. To record what a rule would do without applying it, give it mode: observe"),
+}
+
+
 # pydantic names the member of a union that failed ("int", "float") after the field's path.
 _UNION_MEMBER_TAGS = frozenset({"int", "float", "str", "bool", "none"})
 
@@ -679,6 +689,11 @@ def _add_validation_error(problems: _Problems, error: Any, locator: _Locator, su
             problems.items[-1] = Problem(last.file, last.line, last.column, last.code, last.message + suffix, last.hint)
         return
     if kind == "missing":
+        parent, model = locator.nodes.get(loc[:-1]), _model_at(loc[:-1])
+        if parent is not None and model is not None and isinstance(parent.value, dict):
+            fields, wanted = list(model.model_fields), did_you_mean(field, [field])
+            if any(key not in model.model_fields and did_you_mean(key, fields) == wanted for key in parent.value):
+                return  # the misspelt key ("verdcit") is reported as unknown, with this field as its hint
         problems.add(locator.value(loc), codes.MISSING_FIELD, f"'{field}' is required in {_dotted(loc[:-1]) or 'the policy'}{suffix}")
         return
     if kind == "literal_error":
@@ -687,6 +702,7 @@ def _add_validation_error(problems: _Problems, error: Any, locator: _Locator, su
         hint = did_you_mean(value, choices) if isinstance(value, (str, int, float)) else None
         if field == "verdict" and loc[0] == "rules":
             if isinstance(value, str):
+                hint = _VERDICT_WORDS.get(value.strip().lower()) or hint  # ("cache" is closest to "cancel")
                 problems.add(locator.value(loc), codes.UNKNOWN_VERDICT, f"unknown verdict '{value}' in {_dotted(loc[:-1])} (expected {expected}){suffix}", hint)
             else:  # a list or a mapping: a shape problem, said as such
                 problems.add(locator.value(loc), codes.UNKNOWN_VERDICT, f"{dotted} must be {expected}, got {_describe(value)}{suffix}", _nested_verdict_hint(value, choices))
