@@ -400,6 +400,11 @@ _FAILED_STATE = re.compile(
     r"|\b(?:crashloopbackoff|imagepullbackoff|errimagepull|backofflimitexceeded)\b"
 )
 _PENDING_ASCII, _TERMINAL_ASCII, _FAILED_STATE_ASCII = _ascii_twin(_PENDING), _ascii_twin(_TERMINAL), _ascii_twin(_FAILED_STATE)
+# A pending resource that says what it waits for is blocked on someone, not progressing:
+# polling it again does not move it ("blocking": {"action": "operator refill required"}).
+_BLOCKED = re.compile(r"\b(?:blocked|blocking|on[ _-]hold|action[ _-]required|requires?[ _-]action|manual[ _-]intervention|intervention[ _-]required)\b", re.ASCII)
+# A state field and its value, in JSON, YAML or key=value: "status": "processing", state: RUNNING.
+_STATE_FIELD = re.compile(r"""\b(?:status|state|phase|job_?state|lifecycle_?state|provisioning_?state)["']?\s*[:=]\s*["']?([a-z][a-z_ -]*)""", re.ASCII)
 
 
 # Words of a reply that did not do what was asked ("old string not found", "Permission denied").
@@ -427,9 +432,22 @@ def is_final(text: str) -> bool:
 
 
 def is_pending(text: str) -> bool:
-    """True when the output reports a valid non-terminal state (a healthy poll), e.g. "state: RUNNING"."""
+    """True when the output reports a valid non-terminal state (a healthy poll), e.g. "state: RUNNING".
+
+    A short output (up to 400 characters) by its words; a longer one, such as a whole job or
+    payment resource, only by its one state field (``"status": "processing"``), and not when
+    it says it is blocked or needs an action: a longer text's state words may be its data
+    (a list of orders, each pending), and a resource that waits for someone does not move
+    by itself."""
     if len(text) > 400:
-        return False
+        text = text.lower()
+        fields = _STATE_FIELD.findall(text)
+        return (
+            len(fields) == 1
+            and _PENDING_ASCII.match(fields[0]) is not None
+            and _TERMINAL_ASCII.match(fields[0]) is None
+            and _BLOCKED.search(text) is None
+        )
     text = text.lower()
     if text.isascii():
         return _PENDING_ASCII.search(text) is not None and _TERMINAL_ASCII.search(text) is None
@@ -564,6 +582,15 @@ _PERMANENT_WORDS = re.compile(
     + _AFTER_WORD
 )
 _RETRYABLE_WORDS_ASCII, _PERMANENT_WORDS_ASCII = _ascii_twin(_RETRYABLE_WORDS), _ascii_twin(_PERMANENT_WORDS)
+# Contention: a lock or a resource another holder has now (Terraform's state lock, SQLite's
+# "database is locked", EBUSY, an operation already in progress, a deadlock victim).
+_CONTENTION = re.compile(
+    r"\b(?:acquiring (?:the )?(?:state )?lock|lock (?:is )?(?:already )?(?:held|taken|acquired by)|(?:already|currently) locked|"
+    r"(?:database|table|file|resource|state) is locked|locked by (?:another|a different)|could not (?:obtain|acquire) (?:a |the )?lock|"
+    r"lock (?:wait )?timeout|deadlock (?:detected|found)|(?:device or )?resource (?:is )?busy|"
+    r"another (?:operation|process|instance|update|deployment|run) is (?:already )?(?:in progress|running)|operation (?:is )?already in progress)\b"
+)
+_CONTENTION_ASCII = _ascii_twin(_CONTENTION)
 # Context overflow is a failure of the step wherever it is said (the condensation-loop kind).
 _CONTEXT_OVERFLOW = re.compile(r"\b(?:context (?:window|length) (?:exceeded|overflow)|maximum context length|prompt is too long|token limit exceeded)\b")
 _LEADING = " \t\n\"'[({:-"
@@ -711,6 +738,11 @@ def _classify_head(head: str) -> str:
         # A spent allowance waits for the billing period: no retry helps. Unless the text says
         # it is a rate that comes back (Gemini's free tier "per minute ... retry in 21s").
         return RETRYABLE if _RATE_HINT.search(head) else PERMANENT
+    if "lock" in head or "busy" in head or "in progress" in head:
+        if (_CONTENTION_ASCII if head.isascii() else _CONTENTION).search(head):
+            # Waiting for another holder to finish: retrying later is correct, whatever the
+            # status code of the failed attempt (Terraform's lock is a DynamoDB 400).
+            return RETRYABLE
     code = status_code(head)
     if code in _RETRYABLE_CODES:
         return RETRYABLE
@@ -739,6 +771,7 @@ def skeleton_digest(lowered: str) -> int:
 
 
 _MIDDLE_BLOCK, _MIDDLE_MARGIN = 64, 48
+_NO_MIDDLE = (0, 0)
 
 
 class Observation:
@@ -755,9 +788,11 @@ class Observation:
         error: the call failed (flagged by the tool or inferred from the output).
         failure_class: ``permanent``, ``retryable`` or ``deterministic`` for failures, else ``None``.
         shape: for failures, the digest of the normalised text with all numbers removed.
-        middle: for a longer output, a digest of the part between its head and its end, in
-            whole blocks of 64 characters that stop before the last 208 characters
-            (so that outputs alike but for a few characters near their end share it), else 0.
+        middle: for a longer output, two digests of the part between its head and its end,
+            in whole blocks of 64 characters: blocks from the head's end that stop before the
+            last 208 characters (outputs alike but for a few characters near their end share
+            it), and blocks counted back from 192 characters before the end (outputs alike but
+            for a few characters near their start share it); else ``(0, 0)``.
     """
 
     __slots__ = ("text", "end", "exact", "skeleton", "empty", "error", "failure_class", "shape", "middle", "unstamped", "_tail", "_fingerprint")
@@ -773,9 +808,14 @@ class Observation:
             # The part between head and end in whole blocks, short of the last 208 characters: two pages
             # alike but for a few characters near their end (an offset, a cursor) share it.
             blocks = (len(text) - MAX_COMPARED - END_KEPT + _MIDDLE_MARGIN) // _MIDDLE_BLOCK
-            self.middle = hash(text[MAX_COMPARED : MAX_COMPARED + blocks * _MIDDLE_BLOCK]) if blocks > 0 else 0
+            from_start = hash(text[MAX_COMPARED : MAX_COMPARED + blocks * _MIDDLE_BLOCK]) if blocks > 0 else 0
+            # The same counted back from the end: two pages alike but for a few characters near
+            # their start (an offset echoed in a header) share this one.
+            stop = len(text) - END_KEPT + _MIDDLE_BLOCK
+            blocks = (stop - MAX_COMPARED) // _MIDDLE_BLOCK
+            self.middle = (from_start, hash(text[stop - blocks * _MIDDLE_BLOCK : stop]) if blocks > 0 else 0)
         else:
-            self._tail, self.end, self.text, self.middle = None, "", text, 0
+            self._tail, self.end, self.text, self.middle = None, "", text, _NO_MIDDLE
         if lowered is None:
             lowered = self.text.lower()
         ascii_text = lowered.isascii()

@@ -193,6 +193,41 @@ def resources_of(arguments: Any) -> frozenset[str]:
     return frozenset(found)
 
 
+def operation_of(tool: str, arguments: Any) -> str:
+    """What a call does, without what it does it to: the tool's name, and for a shell
+    command its program (``bash: grep``), with its subcommand for the command-line tools that
+    have them (``bash: kubectl logs``, ``bash: git diff``); past ``cd DIR &&``, ``sudo``,
+    ``timeout 10``, variable assignments and options. Two calls that do one thing to two
+    items (``kubectl cordon node-1``, ``kubectl cordon node-2``) share it."""
+    if type(arguments) is not dict or not runs_command(tool, arguments):
+        return tool
+    command = _command_of(arguments)
+    if command is None:
+        return tool
+    for stage in _STAGES.split(_unquoted(command[:500])):
+        words = [word for word in stage.split() if word[0] != "-" and "=" not in word and not word.isdigit()]
+        while words and words[0] in _COMMAND_PREFIXES:
+            words.pop(0)
+        if not words or words[0] in _SETUP_COMMANDS:
+            continue
+        program = words[0].rsplit("/", 1)[-1]
+        if program in _SUBCOMMAND_PROGRAMS and len(words) > 1:
+            return f"{tool}: {program} {words[1]}"
+        return f"{tool}: {program}"
+    return tool
+
+
+#: Commands that only set up the shell for the command after them (cd DIR && make).
+_SETUP_COMMANDS = frozenset({"cd", "pushd", "export", "source", ".", "set", "ulimit", "umask"})
+#: Command-line tools whose first word after the program says what they do (kubectl logs).
+_SUBCOMMAND_PROGRAMS = frozenset(
+    "kubectl oc git docker podman aws gcloud gsutil az gh glab terraform tofu helm npm yarn pnpm cargo go pip pip3 "
+    "systemctl brew apt apt-get dnf yum conda poetry uv dotnet heroku flyctl vercel firebase supabase stripe vault "
+    "consul nomad eksctl istioctl argocd oci doctl hcloud openstack snap adb xcrun bq dbt airflow ansible-galaxy "
+    "composer bundle rails rake mix dotnet kafka-topics redis-cli wrangler".split()
+)
+
+
 def _is_command_tool(tool: str) -> bool:
     """True when the tool's name says it runs shell commands (``bash``, ``run_cmd``)."""
     return not _COMMAND_TOOL_WORDS.isdisjoint(name_words(tool))

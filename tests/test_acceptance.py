@@ -95,12 +95,6 @@ BLIND_EXCEPTIONS = {
     # Round 14 (the kinds in new domains, a third of them subtle, and healthy
     # look-alikes, written against the round-13 code: 15 of 24 stuck and 25 of 26 healthy runs
     # judged right when written, 17 of 24 and 25 of 26 now).
-    # A record re-read between other reads that bring news, the same each time (and a rate
-    # whose reply differs only in its stamps): re-reading between other reads is how agents
-    # check, and a rule that counted such re-reads stopped config lookups before each item and
-    # dashboards refreshed while a human decides; the run's streak stops them, late.
-    "b14s-support-ticket-reread-interleaved": "late",
-    "b14s-finance-fx-rate-interleaved": "late",
     # Pages past a stated total ("startIndex": 31 of "totalResults": "23") with no list at all:
     # totals are too often someone else's (a cart's total_items) or estimates to overrule a page.
     "b14s-search-cse-paging-past-total": "missed",
@@ -237,7 +231,6 @@ BLIND_EXCEPTIONS = {
     # Reference chains that cycle back with a fresh timing line, cookie or snapshot in each
     # reply: the outputs differ, so the cycle reads as progress.
     "b6-stuck-linked-dns-cname-loop": "missed",
-    "b6-stuck-linked-http-redirect-loop": "missed",
     "b6-stuck-linked-browser-next-article-cycle": "missed",
     # A log line "status=404" reads as a failed result, which is not stale: one step late.
     "b6-stuck-reread-sed-line-windows": "late",

@@ -7,13 +7,17 @@ step 10 and at step 100,000.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from ..observations import Observation
 from ..signature import Signature
 from ..tool_names import resources_of, sleeps
+
+#: Results whose calls the run memory keeps in order: the longest lap between two results of
+#: one call that no_progress compares (see ``SignatureStats.laps``) is one less.
+RECENT_RESULTS = 8
 
 Key = TypeVar("Key")
 Value = TypeVar("Value")
@@ -145,12 +149,18 @@ class SignatureStats:
             under it.
         acts: the call may change what other calls read: it changes state, or its kind or
             name says it writes or acts (``None`` until needed).
+        read_at: the index of the call whose result was the signature's latest (-1 before any).
+        laps: while the call's answer repeats with nothing written between: the operations
+            of the calls between its latest two results, and how many such laps in a row
+            each looked elsewhere than the one before (see no_progress); else ``None``.
+        operation: what the call does, as laps compare it (see
+            :func:`~loopguard.tool_names.operation_of`; ``None`` until needed).
     """
 
     __slots__ = (
         "results", "last", "advancing_value", "advancing_between", "last_failure", "identical_pending", "polling",
         "failures", "novel_at_failure", "arguments_shape", "description", "stale_results", "sleeps", "changes_state",
-        "long_poll", "same_call", "resources", "writes_at_result", "acts",
+        "long_poll", "same_call", "resources", "writes_at_result", "acts", "read_at", "laps", "operation",
     )
 
     def __init__(self) -> None:
@@ -174,6 +184,9 @@ class SignatureStats:
         self.resources: frozenset[str] | None = None
         self.writes_at_result = 0
         self.acts: bool | None = None
+        self.read_at = -1
+        self.laps: tuple[frozenset[str], int] | None = None
+        self.operation: str | None = None
 
     @property
     def advancing(self) -> bool:
@@ -206,6 +219,8 @@ class RunMemory:
     # name says they write or act (an update, a send, a protocol run), whatever they touched
     # (no_progress compares a call's answers without their stamps only with none between).
     writes: int = 0
+    # The latest results' calls (what was done between two results of one call).
+    recent: deque[CallRecord] = field(default_factory=lambda: deque(maxlen=RECENT_RESULTS))
 
     def note_change(self, record: CallRecord) -> None:
         """The call changed state: count it, against what it names (its result is not yet

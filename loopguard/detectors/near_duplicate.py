@@ -71,9 +71,9 @@ _NEVER_PAGES = frozenset({"write", "handoff", "think", "wait"})
 #: Characters of a long page's head and end that a cursor page's digest reads (cursors whose
 #: lengths differ by up to 64 characters in all cannot shift what is read).
 _ALIGNED_HEAD, _ALIGNED_END = MAX_COMPARED - 64, END_KEPT - 64
-#: The same for a paging sequence's page, whose position fields differ by a few characters
-#: (Observation.middle reaches as far as this end's start).
-_RANGE_ALIGNED_HEAD, _RANGE_ALIGNED_END = MAX_COMPARED - 16, END_KEPT - 64
+#: The same for a paging sequence's page, whose position fields and stamps differ by a few
+#: characters (Observation.middle_from_end reaches as far as this end's start).
+_RANGE_ALIGNED_HEAD, _RANGE_ALIGNED_END = MAX_COMPARED - 64, END_KEPT - 64
 #: Tools whose recent calls, previous call and cursor pages are remembered.
 _TOOLS_REMEMBERED = 256
 
@@ -618,11 +618,33 @@ def _same_call(record: CallRecord) -> int | None:
 
 
 def _holds_identity(value: dict[Any, Any], depth: int) -> bool:
-    """Whether a key of ``value`` (or of an object in it, 4 levels deep) holds a request's identity."""
+    """Whether a key of ``value`` (or of an object in it, 4 levels deep) holds a request's
+    identity, or a URL in it a cache buster (``manifest.json?cb=1719565921``)."""
     for key, item in list(value.items())[:50]:
         if _is_identity(key) or (type(item) is dict and depth < 3 and _holds_identity(item, depth + 1)):
             return True
+        if type(item) is str and "?" in item and _without_cache_buster(item) is not item:
+            return True
     return False
+
+
+#: Query parameters that only defeat caches, besides the identity names (``_``, ``cb``, ``nonce``).
+_CACHE_BUSTERS = frozenset({"nocache", "no_cache", "nc", "cachebust", "cache_bust", "bust", "rand", "random", "rnd", "_t", "_ts"})
+
+
+def _without_cache_buster(url: str) -> str:
+    """``url`` without its cache-busting query parameters (``?cb=1719565921``, ``&_=1719565950318``,
+    ``?nocache=8f2c41``); ``url`` itself when it has none or is no URL."""
+    if len(url) > 2000 or "://" not in url:
+        return url
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    parameters = parse_qsl(parts.query, keep_blank_values=True)[:50]
+    kept = [(name, value) for name, value in parameters if not (_is_identity(name) or name.lower() in _CACHE_BUSTERS)]
+    if len(kept) == len(parameters):
+        return url
+    return parts._replace(query="&".join(f"{name}={value}" for name, value in kept)).geturl()
 
 
 def _without_identity(value: Any, depth: int) -> tuple[Any, bool]:
@@ -639,6 +661,11 @@ def _without_identity(value: Any, depth: int) -> tuple[Any, bool]:
         if _is_identity(key) or (signed and _signs_request(key, item)):
             dropped = True
             continue
+        if type(item) is str and "?" in item:
+            url = _without_cache_buster(item)
+            if url is not item:
+                kept[key], dropped = url, True
+                continue
         kept[key], inner = _without_identity(item, depth + 1)
         dropped = dropped or inner
     return kept, dropped
@@ -1043,6 +1070,12 @@ _ASCII_SEPARATORS = bytes(code if chr(code).isalnum() or code == ord("_") else o
 _STOPWORDS_ASCII = frozenset(word.encode("ascii") for word in _STOPWORDS)
 
 
+# A name with a number in it, what a report is about: web-01, s05, inc4711, db_replica_2.
+_SUBJECT = re.compile(r"\b[a-z]+[-_]?\d+[a-z0-9_-]*", re.ASCII)
+_NO_SUBJECTS: frozenset[str] = frozenset()
+_DIGIT_SET = frozenset("0123456789")
+
+
 def _message_words(text: str) -> frozenset[str] | frozenset[bytes]:
     """The content words of a message's first 600 characters (enough to tell a rewording), in
     any script (a CJK sentence is one word). ASCII text is split in C, as bytes: a regular
@@ -1057,10 +1090,11 @@ class _Said:
     """What one agent wrote since the last news: its latest messages' word sets, how many of
     its messages reworded an earlier one, and how many came in a row with no tool call."""
 
-    __slots__ = ("words", "texts", "stems", "rewordings", "in_a_row")
+    __slots__ = ("words", "subjects", "texts", "stems", "rewordings", "in_a_row")
 
     def __init__(self, window: int) -> None:
         self.words: deque[frozenset[str]] = deque(maxlen=window)
+        self.subjects: deque[frozenset[str]] = deque(maxlen=window)  # the names with numbers each message is about
         self.texts: deque[str] = deque(maxlen=window)  # their heads, read for announcements only when needed
         # Each message's stems (all its words, and those but the announcing words), once needed.
         self.stems: deque[tuple[frozenset[str], frozenset[str]] | None] = deque(maxlen=window)
@@ -1143,8 +1177,12 @@ class NearDuplicate:
         signatures = {shape.signature}
         words, similarity = shape.words, self._similarity
         options = shape.options
-        for earlier, _, _, _ in recent:
-            if earlier.structure == structure and _jaccard(earlier.words, words) >= similarity:
+        same_call = stats.same_call
+        for earlier, _, earlier_record, _ in recent:
+            # (Calls alike but for a request's identity or a cache buster are one call made anew.)
+            if (earlier.structure == structure and _jaccard(earlier.words, words) >= similarity) or (
+                same_call is not None and same_call == earlier_record.stats.same_call
+            ):
                 if options and earlier.options and _option_changed(earlier.options, options):
                     continue  # the same command for another region, namespace or project: fan-out
                 similar += 1
@@ -1185,8 +1223,15 @@ class NearDuplicate:
         said.in_a_row = said.in_a_row + 1 if self._last_speaker == speaker else 1
         self._last_speaker = speaker
         words = _message_words(text)
+        head = text[:600]
+        subjects = frozenset(_SUBJECT.findall(head)) if not _DIGIT_SET.isdisjoint(head) else _NO_SUBJECTS
         if len(words) >= MESSAGE_WORDS:
-            overlap = max((_jaccard(earlier, words) for earlier in said.words), default=0.0)
+            # A report about another item ("Checked web-02: ...", "Sample S02: ...") is no
+            # rewording of the one before, however alike their words.
+            alike = [
+                index for index, earlier in enumerate(said.subjects) if not subjects or not earlier or not subjects.isdisjoint(earlier)
+            ]
+            overlap = max((_jaccard(said.words[index], words) for index in alike), default=0.0)
             # A message rewords an earlier one, or, deep in a monologue, says much the same thing
             # again (paraphrases of one plan share few words; sections of a write-up share fewer),
             # or announces again what an earlier announcement said it would do (a restated plan
@@ -1198,15 +1243,16 @@ class NearDuplicate:
                 # (a tutor's or a builder's next step brings its own words).
                 # Words are compared by their stems: "placing the hold" restates "place the hold".
                 plan = _stems(words - _ANNOUNCEMENT_WORDS)  # (two "I'll now ..." share those words whatever they announce)
-                earlier = [said.stemmed(index) for index in range(len(said.words))]
+                earlier = [said.stemmed(index) for index in alike]
                 said_before = frozenset().union(*(stems for stems, _ in earlier))
-                rewords = len(plan - said_before) <= ANNOUNCEMENT_NEW_WORDS * len(plan) and any(
-                    _overlap(earlier_plan, plan) >= ANNOUNCEMENT_OVERLAP and _announces(earlier_text)
-                    for (_, earlier_plan), earlier_text in zip(earlier, said.texts)
+                rewords = bool(earlier) and len(plan - said_before) <= ANNOUNCEMENT_NEW_WORDS * len(plan) and any(
+                    _overlap(earlier_plan, plan) >= ANNOUNCEMENT_OVERLAP and _announces(said.texts[index])
+                    for (_, earlier_plan), index in zip(earlier, alike)
                 )
         else:
             rewords = False
         said.words.append(words)
+        said.subjects.append(subjects)
         said.texts.append(text[:_ANNOUNCEMENT_READ])
         said.stems.append(None)
         record.repeats_known = rewords
@@ -1331,9 +1377,16 @@ class NearDuplicate:
             # head, its end and its middle (see Observation.middle).
             positions = positions or ()
             head, end = _page_body(_without_fields(positions, text), ()), _page_body(_without_fields(positions, observation.end), ())
-            if observation.end:  # (compared away from their fixed-length cuts: positions differ by a few characters)
+            if observation.end:
+                # Compared away from their fixed-length cuts: positions and stamps differ by a few
+                # characters, near the start (an offset echoed in a header, a rate limit left) or
+                # near the end (the next offset); the middle, read both ways, covers either.
                 head, end = head[:_RANGE_ALIGNED_HEAD], end[-_RANGE_ALIGNED_END:]
-            page = hash((head, end, observation.middle))
+                from_start, from_end = observation.middle
+                if pages.known_either(hash((head, end, from_start)), hash((head, end, from_end))):
+                    record.repeats_known = True
+                return
+            page = hash((head, end))
         if pages.known(page):
             record.repeats_known = True  # a new range, a page already read: the offsets wrapped
 
@@ -1544,7 +1597,28 @@ def _without_response_stamps(body: str) -> str:
     and trace ids (``request_id``, ``requestId``, ``search_id``), times taken (``took``,
     ``elapsed_ms``) or when the response was made (``created_at``, ``served_at``), UUIDs and
     long hex ids."""
+    if body[:5] == "http/":
+        body = _without_stamping_headers(body)
     return _GENERATED.sub("<generated>", _ANSWER_FIELD.sub(_unless_stamp, body))
+
+
+#: Headers of an HTTP response (lowercased names) that say how and when it was served, not
+#: what it says: the time, the cache and edge that served it, its request and trace ids,
+#: the rate limit left. An ETag or a Last-Modified stays: it names the content.
+_STAMPING_HEADERS = frozenset(
+    "date age via expires server-timing x-cache x-cache-hits x-served-by x-timer x-request-id x-amzn-requestid "
+    "x-amz-request-id x-amz-id-2 x-amz-cf-id x-amz-cf-pop cf-ray x-trace-id x-b3-traceid traceparent x-runtime "
+    "x-response-time x-envoy-upstream-service-time x-github-request-id x-ratelimit-remaining x-ratelimit-reset "
+    "x-rate-limit-remaining x-rate-limit-reset ratelimit-remaining ratelimit-reset set-cookie".split()
+)
+
+
+def _without_stamping_headers(response: str) -> str:
+    """A printed HTTP response (lowercased) without its stamping header lines (see ``_STAMPING_HEADERS``)."""
+    head, separator, rest = response.partition("\n\n")
+    lines = head.split("\n")
+    kept = [lines[0]] + [line for line in lines[1:] if line.partition(":")[0].strip() not in _STAMPING_HEADERS]
+    return "\n".join(kept) + separator + rest
 
 
 def _unless_stamp(field: re.Match[str]) -> str:
@@ -1628,6 +1702,13 @@ class _Pages:
         self.latest: int | None = None  # the digest of the latest page a cursor was taken from
         self.cursor: str | None = None
         self.cursor_call = -1
+
+    def known_either(self, page: int, alike: int) -> bool:
+        """Whether ``page`` or ``alike`` (the same page read another way) was seen before; remember both."""
+        seen = page in self.seen or alike in self.seen
+        self.known(page)
+        self.known(alike)
+        return seen
 
     def known(self, page: int) -> bool:
         """Whether ``page`` was seen before; remember it."""
@@ -1739,15 +1820,32 @@ def _names_page_position(key: str) -> bool:
 
 def _page_body(text: str, cursors: tuple[str, ...]) -> str:
     """A page as a wrapped cursor would repeat it: the cursors (with their fields) and the
-    response's own stamps (fields named like request ids and host ids) taken out. Item
+    response's own stamps (fields named like request ids and host ids, times taken) taken out. Item
     fields (ids, uuids, timestamps) stay: they are what tells pages apart."""
     for cursor in cursors:
         text = text.replace(cursor, "\x00")
-    return _QUOTED_FIELD.sub(_without_stamp, text)  # (a field goes with the comma before it)
+    text = _QUOTED_FIELD.sub(_without_stamp, text)  # (a field goes with the comma before it)
+    if "_ms" in text or "took" in text or "elapsed" in text:
+        text = _NUMBER_FIELD.sub(_without_time_taken, text)
+    if "imit-" in text or "imit_" in text:
+        text = _RATE_LIMIT_FIELD.sub("", text)  # (the rate limit left when the page was served)
+    return text
+
+
+# A field with a number for its value ("took_ms": 52), and the comma before it.
+_NUMBER_FIELD = re.compile(r"""(?:,[ \t]*)?(["'])([A-Za-z_][\w-]{0,60})\1\s*:\s*-?\d+(?:\.\d+)?(?![\w.])""")
+
+
+# A rate limit's header or field: x-rate-limit-remaining: 563, "X-RateLimit-Reset": "1719923017".
+_RATE_LIMIT_FIELD = re.compile(r"""["']?(?:x-)?rate-?limit[-_](?:remaining|reset|limit|used)["']?\s*[:=]\s*["']?\d+["']?""", re.IGNORECASE)
+
+
+def _without_time_taken(field: re.Match[str]) -> str:
+    return "" if names_duration(field[2]) else field[0]
 
 
 def _without_stamp(field: re.Match[str]) -> str:
-    if field[4] == "\x00" or _is_stamp(field[2]):
+    if field[4] == "\x00" or _is_stamp(field[2]) or names_duration(field[2]):  # (a time taken: "took_ms")
         return ""  # a field that is a cursor goes whole: the first page has no echoed cursor
     return field[0]
 

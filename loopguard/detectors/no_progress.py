@@ -18,9 +18,9 @@ from __future__ import annotations
 from ..decisions import Signal
 from ..policy.schema import FailureDetector, NoProgressDetector
 from ..observations import NO_MATCH, REFUSED, Observation, is_acknowledgement, is_empty_data, is_final, is_pending, reports_failure
-from .base import BoundedMap, CallRecord, RunMemory, describe, polls
+from .base import RECENT_RESULTS, BoundedMap, CallRecord, RunMemory, describe, polls
 from .failure import FORGIVEN_AFTER_NEW_CHANGES
-from ..tool_names import acts_by_name, runs_command, writes_by_name
+from ..tool_names import acts_by_name, operation_of, runs_command, writes_by_name
 from .near_duplicate import unstamped_digest
 
 _TOOLS_REMEMBERED = 256
@@ -48,10 +48,41 @@ _WHAT = {
     "same_output": "returned what it had returned before",
     "reread": "re-read a range or a page already read",
     "same_answer": "gave the answer a differently worded call got",
+    "same_answer_between": "gave the same answer again, with nothing written since and other lookups between",
     "repeated_thought": "was given a thought it had been given before",
     "reworded_message": "said again what it had said before",
     "refused": "was refused by the guard",
 }
+
+
+def _looks_elsewhere(record: CallRecord, memory: RunMemory) -> bool:
+    """Whether the call's same answer again, with nothing written since, comes after calls that
+    looked elsewhere than the calls between its previous two answers (no operation shared):
+    the agent checks one thing over and over between unrelated lookups, and has come back
+    to it a third time with nothing that could change it. Calls that do one thing per item
+    between the reads (look up a customer, price it; cordon a node, drain it) share their
+    operations from lap to lap: a checklist read before each item. Updates
+    ``record.stats.laps``; true from the second such lap on."""
+    stats = record.stats
+    previous, index = stats.read_at, record.index
+    if previous < 0 or not 0 < index - previous < RECENT_RESULTS:
+        stats.laps = None  # back to back (the run's streak judges it), or too far apart to tell
+        return False
+    # (Calls between that do what this call does are it written otherwise, not lookups elsewhere.)
+    operation = _operation(record)
+    lap = frozenset([_operation(earlier) for earlier in memory.recent if previous < earlier.index < index]) - {operation}
+    laps = stats.laps
+    count = laps[1] + 1 if laps is not None and lap and laps[0] and laps[0].isdisjoint(lap) else 0
+    stats.laps = (lap, count)
+    return count >= 1
+
+
+def _operation(record: CallRecord) -> str:
+    stats = record.stats
+    operation = stats.operation
+    if operation is None:
+        operation = stats.operation = operation_of(record.signature.tool, record.signature.arguments)
+    return operation
 
 
 class _Bucket:
@@ -235,6 +266,7 @@ class NoProgress:
         observation = record.observation
         assert observation is not None
         stats = record.stats
+        memory.recent.append(record)
         if record.tool_kind in _NO_NEWS:
             # A scratchpad or a pause brings no information from the world, and takes none away;
             # but the thought the agent just wrote, written again with no other call between,
@@ -266,12 +298,13 @@ class NoProgress:
         changes = _ANY_CHANGES if stats.changes_state else memory.changes_for(record) if memory.state_changes else 0
         same_call = stats.same_call
         repeated_output = seen.contains_and_add(observation, record.signature.key if same_call is None else same_call, changes)
-        if same_call is not None and not observation.error and (stats.changes_state or writes_by_name(tool)):
-            # The same change made anew: its reply again, with other generated ids (base-62 ids
-            # such as "pmt_7Q2kd" escape the skeleton that buckets outputs, not normalising). Only
-            # for a change: a read with a fresh request id (a queue's next task) hands out new ids.
-            last = self._group_replies.get(same_call)
-            if repeated_output == _NEW and last is not None and last.fingerprint == observation.fingerprint:
+        group_last = None
+        if same_call is not None and not observation.error:
+            group_last = self._group_replies.get(same_call)
+            if repeated_output == _NEW and group_last is not None and (stats.changes_state or writes_by_name(tool)) and group_last.fingerprint == observation.fingerprint:
+                # The same change made anew: its reply again, with other generated ids (base-62 ids
+                # such as "pmt_7Q2kd" escape the skeleton that buckets outputs, not normalising). Only
+                # for a change: a read with a fresh request id (a queue's next task) hands out new ids.
                 repeated_output = _FROM_SAME_CALL
             self._group_replies.put(same_call, observation)
         if record.handoff_target is not None:
@@ -282,18 +315,21 @@ class NoProgress:
                 return None, False
 
         kind = "same_output"
+        counted_laps = False
         last = stats.last
+        # (A call made anew with another cache buster or request id compares with its group's latest reply.)
+        compared = last if last is not None else group_last
         if (
             repeated_output == _NEW
-            and last is not None
-            and last.skeleton != observation.skeleton
+            and compared is not None
+            and compared.skeleton != observation.skeleton
             and not observation.error
-            and not last.error
+            and not compared.error
             and memory.writes == stats.writes_at_result
-            and last.rest == observation.rest
-            and _REPLY_LIMIT < len(observation.text) <= len(last.text) + _STAMPS_LENGTH
-            and len(last.text) <= len(observation.text) + _STAMPS_LENGTH
-            and unstamped_digest(observation) == unstamped_digest(last)
+            and compared.rest == observation.rest
+            and _REPLY_LIMIT < len(observation.text) <= len(compared.text) + _STAMPS_LENGTH
+            and len(compared.text) <= len(observation.text) + _STAMPS_LENGTH
+            and unstamped_digest(observation) == unstamped_digest(compared)
         ):
             # The same answer to the same call but for the response's own stamps: a request id
             # of any form (base-62 ids escape the skeleton), when and how it was served.
@@ -370,7 +406,15 @@ class NoProgress:
                 repeated_output == _FROM_OTHER_CALL and (stats.results > 0 or not _acknowledges(record, observation))
             )
             stats.identical_pending = 0
+            if repeated_output == _FROM_SAME_CALL and environment and memory.writes == stats.writes_at_result:
+                counted_laps = True
+                if _looks_elsewhere(record, memory):
+                    own_stale = True
+                    kind = "same_answer_between"
 
+        if not counted_laps:
+            stats.laps = None
+        stats.read_at = record.index
         if kind != "stalled_poll":
             stats.polling = False
         if identical is None and not observation.error and not observation.empty:
@@ -409,6 +453,10 @@ class NoProgress:
                 memory.novel_results += 1
         # (An agent's own message that is new is no news from the world: the streak holds.)
 
+        if kind == "same_answer_between" and self._active and memory.stale_streak < self.patience:
+            answers = stats.laps[1] + 2 if stats.laps is not None else 3  # the first answer, and one per lap
+            message = f"{describe(record)} gave the same answer {answers} times in a row, with nothing written since and other lookups between"
+            return Signal(self.name, kind, self.config.weight, message, {"call": record.index, "stale_results": answers - 1}), stale
         if not self._active or (memory.stale_streak < self.patience and in_group < self.patience):
             return None, stale
         what = _WHAT[kind]

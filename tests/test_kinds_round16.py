@@ -1,0 +1,173 @@
+"""Kinds from the round-16 blind traces: long resources polled in a pending state, lock
+contention, per-item narration, a record re-read between unrelated lookups, ids and words
+written otherwise, wrapped pages stamped with times taken and rate limits, and cache
+busters in URLs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from test_detector_kinds import first, replay, said, signals_at, step  # noqa: F401  (policy is a fixture)
+from test_detector_kinds import policy  # noqa: F401
+
+from loopguard.detectors.near_duplicate import _without_cache_buster, _without_response_stamps
+from loopguard.observations import classify_failure, is_pending
+from loopguard.signature import signature_of
+from loopguard.tool_names import operation_of
+
+
+def _job(state: str, extra: dict[str, object] | None = None) -> str:
+    """A job resource of about 600 characters, as a cloud API returns it whole on every poll."""
+    resource = {
+        "kind": "bigquery#job",
+        "id": "acme-analytics:US.job_Yk3vQ9cR2m8TzL1pWf0aXb",
+        "selfLink": "https://bigquery.googleapis.com/bigquery/v2/projects/acme-analytics/jobs/job_Yk3vQ9cR2m8TzL1pWf0aXb?location=US",
+        "configuration": {"extract": {"sourceTable": {"projectId": "acme-analytics", "datasetId": "events", "tableId": "sessions_2024q3"}, "destinationUris": ["gs://acme-exports/sessions/part-*.parquet"], "destinationFormat": "PARQUET"}},
+        "statistics": {"creationTime": "1727690412331", "startTime": "1727690413102"},
+        "status": {"state": state},
+        "user_email": "etl-runner@acme-analytics.iam.gserviceaccount.com",
+        **(extra or {}),
+    }
+    return json.dumps(resource)
+
+
+def test_a_long_resource_in_a_pending_state_is_a_healthy_poll(policy, tmp_path: Path) -> None:
+    assert len(_job("RUNNING")) > 400
+    assert [is_pending(_job(state)) for state in ("RUNNING", "PENDING", "DONE")] == [True, True, False]
+    # A list whose items are pending is data, not a resource's state.
+    orders = json.dumps({"orders": [{"id": f"o-{index}", "status": "pending", "note": "x" * 40} for index in range(8)]})
+    assert is_pending(orders) is False
+    poll = {"project_id": "acme-analytics", "job_id": "job_Yk3vQ9cR2m8TzL1pWf0aXb"}
+    steps = [step("bigquery_get_job", poll, _job("RUNNING")) for _ in range(8)] + [step("bigquery_get_job", poll, _job("DONE"))]
+    assert first(replay(policy, tmp_path, steps)) is None
+    # One that says what it waits for is blocked on someone: polling does not move it.
+    blocked = _job("PENDING", {"blocking": {"code": "SOLVENT_LEVEL_LOW", "action": "operator refill required"}})
+    assert is_pending(blocked) is False
+    assert first(replay(policy, tmp_path, [step("bigquery_get_job", poll, blocked) for _ in range(6)])) == (2, "stop")
+
+
+TERRAFORM_LOCK = (
+    "Error: Error acquiring the state lock\n\nError message: operation error DynamoDB: PutItem, https response error "
+    "StatusCode: 400, RequestID: G70QPMLPH5RETEUP8YW40V4DAJ65B1DPNXOI6DJIO4B81MNUFYZQ, ConditionalCheckFailedException: "
+    "The conditional request failed\nLock Info:\n  ID: 9db590f1-b6fe-c5f2-2678-8804f089deba\n  Operation: OperationTypeApply"
+)
+
+
+def test_lock_contention_is_retryable_whatever_its_status_code(policy, tmp_path: Path) -> None:
+    assert [classify_failure(text) for text in (TERRAFORM_LOCK, "sqlite3.OperationalError: database is locked", "error: another operation is in progress", "HTTP 400 bad request")] == [
+        "retryable",
+        "retryable",
+        "retryable",
+        "permanent",
+    ]
+    plan = {"command": "terraform -chdir=envs/prod plan -input=false -out=tfplan"}
+    steps = []
+    for seconds in (60, 90, 120):
+        steps += [step("bash", plan, TERRAFORM_LOCK, error=True), step("sleep", {"seconds": seconds}, f"slept {seconds}s")]
+    steps.append(step("bash", plan, "Plan: 1 to add, 0 to change, 0 to destroy."))
+    report = replay(policy, tmp_path, steps)
+    assert first(report) is None and report.verdict.value == "warn"
+
+
+def test_reports_on_one_item_each_are_no_monologue(policy, tmp_path: Path) -> None:
+    hosts = ("web-01", "web-02", "api-01", "api-02", "worker-01", "worker-02")
+    steps = [step(None, output=f"Checked {host}: kernel 6.8.0-47 running and current, no pending restarts, nginx active — OK.", agent="auditor") for host in hosts]
+    assert first(replay(policy, tmp_path, steps)) is None
+    # The same report about the same host, again and again, is one.
+    again = said("auditor", ["Checked web-01: kernel 6.8.0-47 running and current, no pending restarts, nginx active — OK."] * 6)
+    assert first(replay(policy, tmp_path, again)) is not None
+
+
+POD = "kubectl get pod payments-api-7d9f8c6b5-x2kqp -n payments"
+POD_STATUS = "NAME                           READY   STATUS             RESTARTS\npayments-api-7d9f8c6b5-x2kqp   0/1     CrashLoopBackOff   14 (2m ago)"
+
+
+def test_a_record_re_read_between_lookups_elsewhere_is_stuck(policy, tmp_path: Path) -> None:
+    between = ["kubectl logs payments-api-7d9f8c6b5-x2kqp -n payments --previous", "kubectl describe svc postgres -n payments", "kubectl get endpoints postgres -n payments"]
+    steps = []
+    for command in between:
+        steps += [step("bash", {"command": POD}, POD_STATUS), step("bash", {"command": command}, f"output of {command}")]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (4, "stop")
+    assert "no_progress/same_answer_between" in signals_at(report, 4)
+    # A checklist read before each item, the item's steps the same each time: healthy.
+    steps = []
+    for node in ("ip-10-0-1-17", "ip-10-0-2-33", "ip-10-0-3-51", "ip-10-0-1-88"):
+        steps += [
+            step("get_runbook", {"name": "k8s-node-rotation"}, "RUNBOOK k8s-node-rotation v3\n1. cordon the node\n2. drain it\n3. terminate it"),
+            step("bash", {"command": f"kubectl cordon {node}"}, f"node/{node} cordoned"),
+            step("bash", {"command": f"kubectl drain {node} --ignore-daemonsets"}, f"node/{node} drained"),
+        ]
+    assert first(replay(policy, tmp_path, steps)) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "operation"),
+    [
+        ("kubectl get pod x -n payments -o wide", "bash: kubectl get"),
+        ("cd /repo && pytest -q tests/", "bash: pytest"),
+        ("LC_ALL=C timeout 10 /usr/bin/grep -rn foo .", "bash: grep"),
+        ("git -C repo diff", "bash: repo"),
+    ],
+)
+def test_what_a_command_does_is_its_program_and_subcommand(command: str, operation: str) -> None:
+    assert operation_of("bash", {"command": command}) == operation
+    assert operation_of("zendesk_get_user", {"user_id": 7}) == "zendesk_get_user"
+
+
+def test_ids_and_words_written_otherwise_are_one_call() -> None:
+    def key(arguments: dict[str, object]) -> int:
+        return signature_of("get", arguments).key
+
+    assert key({"ticket_id": 48213}) == key({"ticket_id": "48213"}) == key({"ticket_id": "48213 "})
+    assert key({"currency": "USD", "type": "AVAILABLE"}) == key({"type": "available", "currency": "usd"})
+    assert key({"selector": "#order-summary "}) == key({"selector": "#order-summary"})
+    # A leading zero, a longer number, a mixed-case token and text over several lines stay as written.
+    assert key({"ticket_id": "048213"}) != key({"ticket_id": 48213})
+    assert key({"ticket_id": "1234567890123456"}) != key({"ticket_id": 1234567890123456})
+    assert key({"token": "aB3x"}) != key({"token": "ab3x"})
+    assert key({"content": "line\n"}) != key({"content": "line"})
+    assert signature_of("get", {"ticket_id": "48213 "}).arguments == {"ticket_id": "48213 "}  # (what rules see)
+
+
+def _audit_page(offset: int, remaining: int, rows: list[str]) -> str:
+    head = f"GET /api/v1/logs?since=2024-06-01T00:00:00Z&limit=25&offset={offset}  200 OK  (x-rate-limit-remaining: {remaining})\ntotal=61 returned={len(rows)}\n"
+    return head + "\n".join(rows)
+
+
+def test_a_wrapped_page_stamped_with_its_offset_and_rate_limit_is_a_page_already_read(policy, tmp_path: Path) -> None:
+    events = [f"2024-06-30T{23 - index // 3:02d}:{index % 60:02d}:00Z  evt_{index:012x}  user.session.start   user{index}@example.test  198.51.100.{index}  SUCCESS" for index in range(61)]
+    pages = [events[0:25], events[25:50], events[50:61]]
+    steps = []
+    for number, offset in enumerate(range(0, 200, 25)):
+        rows = pages[number % 3]
+        steps.append(step("idp_get_system_log", {"since": "2024-06-01T00:00:00Z", "limit": 25, "offset": offset}, _audit_page(offset, 560 - number * 7, rows)))
+    assert len(steps[0]["output"]) > 2048
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (4, "replan")
+
+
+def test_a_search_page_that_took_another_time_is_the_same_page(policy, tmp_path: Path) -> None:
+    hits = [{"id": f"doc_{index:010x}", "title": f"Retention note {index}", "url": f"https://intra.example/d/{index}", "score": round(1 - index / 50, 3)} for index in range(34)]
+
+    def page(number: int) -> str:
+        start = (number - 1) % 4 * 10
+        return json.dumps({"query": "data retention", "page": number, "per_page": 10, "total_pages": 4, "took_ms": 40 + number * 7, "results": hits[start : start + 10]})
+
+    steps = [step("enterprise_search", {"q": "data retention", "page": number, "per_page": 10}, page(number)) for number in range(1, 9)]
+    assert first(replay(policy, tmp_path, steps)) == (5, "replan")
+
+
+def test_cache_busters_in_urls_make_the_same_request(policy, tmp_path: Path) -> None:
+    assert _without_cache_buster("https://cdn.example/app/manifest.json?cb=1719565921") == "https://cdn.example/app/manifest.json"
+    assert _without_cache_buster("https://cdn.example/app/manifest.json?page=2&_=1719565950318") == "https://cdn.example/app/manifest.json?page=2"
+    assert _without_cache_buster("https://api.example/search?q=usb&page=2") == "https://api.example/search?q=usb&page=2"
+    response = "HTTP/2 200\ncontent-type: application/json\ndate: Fri, 28 Jun 2024 09:1{n}:17 GMT\netag: \"6f1d0c2b\"\nx-cache: Miss from cloudfront\nx-amz-cf-id: {cf}==\n\n{{\"build\": \"2024.06.27-3\", \"commit\": \"9c2e71f\", \"entry\": \"/assets/index-4f1a9b2c.js\"}}"
+    bodies = [response.format(n=n, cf=cf) for n, cf in enumerate(("z_j9zsb-iiksux_2-z0ae9o58joryct1z66sciygiktxq", "r57d8jxio9hu2nfxu6436g91jsrhafjdnsetmm473bcq2", "Yk3vQ9cR2m8TzL1pWf0aXbYk3vQ9cR2m8TzL1pWf0aXbq"))]
+    assert len({_without_response_stamps(body.lower()) for body in bodies}) == 1
+    busters = ("cb=1719565921", "_=1719565950318", "nocache=8f2c41")
+    steps = [step("http_get", {"url": f"https://cdn.example/app/manifest.json?{buster}"}, body) for buster, body in zip(busters, bodies)]
+    assert first(replay(policy, tmp_path, steps)) == (2, "replan")
