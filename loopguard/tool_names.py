@@ -38,7 +38,7 @@ _WRITE_VERBS = frozenset(
     "add append apply approve archive assign book buy cancel change charge checkout close comment commit copy create "
     "delegate delete disable edit enable escalate forward grant handoff insert invite label mark merge modify move notify "
     "patch pay place post publish purchase push put refund register reject remove rename replace reply reset revoke save "
-    "schedule send set share store submit tag transfer update upload upsert write".split()
+    "schedule send set share store submit tag toggle transfer update upload upsert write".split()
 )
 _READ_VERBS = frozenset(
     "browse check describe download fetch find get inspect load lookup poll print query read retrieve scan search select "

@@ -171,3 +171,39 @@ def test_cache_busters_in_urls_make_the_same_request(policy, tmp_path: Path) -> 
     busters = ("cb=1719565921", "_=1719565950318", "nocache=8f2c41")
     steps = [step("http_get", {"url": f"https://cdn.example/app/manifest.json?{buster}"}, body) for buster, body in zip(busters, bodies)]
     assert first(replay(policy, tmp_path, steps)) == (2, "replan")
+
+
+def test_short_announcements_restated_without_acting(policy, tmp_path: Path) -> None:
+    steps = [step("airflow_get_dag_run", {"dag_id": "nightly_sales_load"}, {"state": "failed", "failed_task": "load_to_redshift"}, agent="ops")]
+    steps += said("ops", ["The DAG run failed at task load_to_redshift after 3 tries. I will now check the logs.", "Let me check the logs now.", "Checking the logs now.", "I will check the logs.", "Now checking the logs.", "Let me check the logs."])
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (4, "replan")
+    assert "near_duplicate/reworded_message" in signals_at(report, 4)
+    # Short steps that each say something new are a plan carried out in words.
+    steps = steps[:1] + said("ops", ["The DAG run failed at task load_to_redshift after 3 tries. I will now check the logs.", "Let me check the logs now.", "Checking the scheduler now.", "Now checking the warehouse.", "Let me open a ticket."])
+    assert first(replay(policy, tmp_path, steps)) is None
+
+
+def _exploration() -> list[dict[str, object]]:
+    return [
+        step("bash", {"command": "dbt ls --select fct_orders+"}, "Found 214 models, 612 data tests"),
+        step("read_file", {"path": "models/marts/fct_orders.sql"}, "select * from {{ ref('stg_orders') }} inner join customers using (customer_id)"),
+        step("snowflake_query", {"sql": "select count(*) from marts.fct_orders"}, "| N |\n| 18204 |"),
+        step("snowflake_query", {"sql": "select count(*) from raw.orders"}, "| N |\n| 18391 |"),
+        step("snowflake_query", {"sql": "select count(*) from raw.orders where customer_id like 'guest_%'"}, "| GUEST |\n| 187 |"),
+    ]
+
+
+def test_an_exploration_replayed_after_a_condensation(policy, tmp_path: Path) -> None:
+    summary = step("memory_summarize", {"strategy": "rolling"}, "Summary: 187 guest orders are dropped by the inner join; next, change it to a left join.", agent="memory")
+    steps = _exploration() + [summary] + _exploration() + [summary] + _exploration()
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (10, "stop")
+    assert "cycle/replayed_sequence" in signals_at(report, 10)
+    # The same checks after an edit, which they show took effect: the fix verified.
+    edit = step("edit_file", {"path": "models/marts/fct_orders.sql", "old": "inner join", "new": "left join"}, "applied 1 edit")
+    after = _exploration()
+    after[1]["output"] = "select * from {{ ref('stg_orders') }} left join customers using (customer_id)"
+    after[2]["output"] = "| N |\n| 18391 |"
+    after[4]["output"] = "| GUEST |\n| 0 |"
+    assert first(replay(policy, tmp_path, _exploration() + [edit] + after)) is None

@@ -23,6 +23,10 @@ class Cycle:
     def __init__(self, config: CycleDetector) -> None:
         self._keys: deque[int] = deque()
         self._tools: deque[str] = deque()
+        # How many calls back each call's previous result came, and how many calls in a row
+        # came back at that lag (a sequence made again: see _replayed).
+        self._lag = 0
+        self._lag_run = 0
         self.reconfigure(config)
 
     def reconfigure(self, config: CycleDetector) -> None:
@@ -41,6 +45,17 @@ class Cycle:
         recurs = key in keys
         keys.append(key)
         self._tools.append(signature.tool)
+        read_at = record.stats.read_at
+        if read_at >= 0:
+            lag = record.index - read_at
+            if lag == self._lag:
+                self._lag_run += 1
+                if self._lag_run >= REPLAYED_CALLS and lag > self.config.max_period and self._active:
+                    return self._replayed(record, memory, lag)
+            else:
+                self._lag, self._lag_run = lag, 1
+        else:
+            self._lag = 0
         if not recurs or not self._active:
             return None
         size = len(keys)
@@ -68,6 +83,31 @@ class Cycle:
                     evidence={"call": record.index, "period": period, "repeats": repeats, "tools": tools},
                 )
         return None
+
+
+    def _replayed(self, record: CallRecord, memory: RunMemory, lag: int) -> Signal | None:
+        """A sequence made again: the last :data:`REPLAYED_CALLS` calls (or more) each made
+        again ``lag`` calls after it was made before, in the same order, longer than the
+        periods checked call by call (an agent that redoes its exploration after its context
+        was condensed). Not while the call's answers advance, not once something was written
+        since the call's previous answer (checks run again after a fix verify it), and not for
+        a call that writes or acts (a round of changes made again is the repeat detector's and
+        no_progress's to judge)."""
+        stats = record.stats
+        if stats.acts or memory.writes != stats.writes_at_result or _advancing(memory, record.signature.key):
+            return None
+        calls = self._lag_run
+        return Signal(
+            detector=self.name,
+            kind="replayed_sequence",
+            score=self.config.weight,
+            message=f"the last {calls} calls ({record.tool} the latest) repeat, in order, the calls made {lag} calls before them",
+            evidence={"call": record.index, "period": lag, "calls": calls},
+        )
+
+
+#: Calls in a row, each made again at one lag, that make a replayed sequence.
+REPLAYED_CALLS = 5
 
 
 def _advancing(memory: RunMemory, key: int) -> bool:

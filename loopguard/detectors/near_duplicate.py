@@ -1062,6 +1062,8 @@ _ANNOUNCES = re.compile(
     r"\b(?:i['’]ll|i will|i am going to|i['’]m going to|let me|next,? i|now i|proceeding|i['’]m starting|"
     r"starting with|beginning with|kicking off|i['’]ll now|will now|i['’]m about to|now (?:" + _ACTIONS_UNDER_WAY + r"))\b"
     r"|^\W*(?:starting|running|" + _ACTIONS_UNDER_WAY + r")\b"
+    # Any verb under way said to be under way now: "Checking the logs now.", "Now checking the logs."
+    r"|^\W*\w+ing\b[^.!?\n]{0,80}\bnow\b|^\W*now,? \w+ing\b"
 )
 
 _MESSAGE_WORD = re.compile(r"\w+")
@@ -1249,6 +1251,11 @@ class NearDuplicate:
                     _overlap(earlier_plan, plan) >= ANNOUNCEMENT_OVERLAP and _announces(said.texts[index])
                     for (_, earlier_plan), index in zip(earlier, alike)
                 )
+        elif words and said.in_a_row >= self._repeats and said.words and _announces(text):
+            # A short announcement deep in a row of messages ("Let me check the logs now."): it
+            # restates when every word it has besides the announcing ones was said since the news.
+            plan = _stems(words - _ANNOUNCEMENT_WORDS)
+            rewords = bool(plan) and plan <= frozenset().union(*(said.stemmed(index)[0] for index in range(len(said.words))))
         else:
             rewords = False
         said.words.append(words)
