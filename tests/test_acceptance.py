@@ -92,6 +92,16 @@ BLIND_EXCEPTIONS = {
     # {"active": 1, "succeeded": 0, "failed": 0} three times with no wait: "failed" as a
     # key reads as a final state, so the job poll is no pending poll.
     "k8s-job-poll-identical-active": "false_alarm",
+    # Round 16 (the issue's five held-back kinds and their healthy look-alikes, written against
+    # the round-15 code: 14 of 26 stuck and 21 of 26 healthy runs judged right when written,
+    # 23 of 26 and 26 of 26 now).
+    # A re-read written otherwise between lookups: the variants (a time in another zone, an
+    # added timeout argument) are other signatures, so the laps between them are not compared.
+    "b16s-calendar-room-freebusy-reread": "late",
+    "b16s-browser-checkout-summary-reread": "late",
+    # A continuation token handed back unchanged, each identical page appended to a manifest:
+    # the append between (a write) makes each round look like a page processed.
+    "b16s-s3-listing-continuation-token-frozen": "missed",
     # Round 14 (the issue's kinds in new domains, a third of them subtle, and healthy
     # look-alikes, written against the round-13 code: 15 of 24 stuck and 25 of 26 healthy runs
     # judged right when written, 17 of 24 and 25 of 26 now).
@@ -244,9 +254,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (448 stuck, 514 healthy, in fourteen rounds), judged as cases/README.md judges."""
+    (474 stuck, 540 healthy, in fifteen rounds), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 448, "healthy": 514}[label]
+    assert len(judged) == {"stuck": 474, "healthy": 540}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }
