@@ -94,14 +94,11 @@ BLIND_EXCEPTIONS = {
     "k8s-job-poll-identical-active": "false_alarm",
     # Round 16 (the five held-back kinds and their healthy look-alikes, written against
     # the round-15 code: 14 of 26 stuck and 21 of 26 healthy runs judged right when written,
-    # 23 of 26 and 26 of 26 now).
+    # 24 of 26 and 26 of 26 now).
     # A re-read written otherwise between lookups: the variants (a time in another zone, an
     # added timeout argument) are other signatures, so the laps between them are not compared.
     "b16s-calendar-room-freebusy-reread": "late",
     "b16s-browser-checkout-summary-reread": "late",
-    # A continuation token handed back unchanged, each identical page appended to a manifest:
-    # the append between (a write) makes each round look like a page processed.
-    "b16s-s3-listing-continuation-token-frozen": "missed",
     # Round 14 (the kinds in new domains, a third of them subtle, and healthy
     # look-alikes, written against the round-13 code: 15 of 24 stuck and 25 of 26 healthy runs
     # judged right when written, 17 of 24 and 25 of 26 now).
@@ -235,8 +232,6 @@ BLIND_EXCEPTIONS = {
     "b6-stuck-pastend-sheets-ranges": "missed",
     # The same records with a new iterator, lag and request id in each reply: new text each time.
     "b6-stuck-samecursor-kinesis-stale-iterator": "missed",
-    # The same page re-read between appends whose acknowledgements are news: only a warning.
-    "b6-stuck-samecursor-gcal-pagetoken-duplicate-appends": "missed",
     # Reference chains that cycle back with a fresh timing line, cookie or snapshot in each
     # reply: the outputs differ, so the cycle reads as progress.
     "b6-stuck-linked-dns-cname-loop": "missed",

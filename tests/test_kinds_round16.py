@@ -207,3 +207,21 @@ def test_an_exploration_replayed_after_a_condensation(policy, tmp_path: Path) ->
     after[2]["output"] = "| N |\n| 18391 |"
     after[4]["output"] = "| GUEST |\n| 0 |"
     assert first(replay(policy, tmp_path, _exploration() + [edit] + after)) is None
+
+
+def test_a_page_asked_for_again_with_its_cursor_is_no_progress(policy, tmp_path: Path) -> None:
+    from loopguard.detectors.near_duplicate import sends_cursor
+
+    token = "1qT7Vb0xNw2Ue4kLr9sYh5cJm/0ZkbW9uLWV2ZW50cy8yMDI0LzA2LzI0"
+    assert [sends_cursor(arguments) for arguments in ({"ContinuationToken": token}, {"pageToken": token}, {"access_token": token}, {"pageToken": "2"})] == [True, True, False, False]
+    listing = {"Bucket": "datalake-raw", "Prefix": "events/2024/06/", "ContinuationToken": token}
+
+    def page(request_id: str) -> str:
+        return json.dumps({"ResponseMetadata": {"RequestId": request_id}, "IsTruncated": True, "NextContinuationToken": token, "Contents": [{"Key": f"events/2024/06/24/part-{index:05d}.json.gz"} for index in range(1409, 1414)]})
+
+    steps = []
+    for number, request_id in enumerate(("DEDB22DC54662B09", "7D438D4F546210F6", "C322932D8573F5AC", "30F3FCDAC2A2718E")):
+        steps += [step("s3_list_objects_v2", listing, page(request_id)), step("append_manifest", {"manifest": "s3://staging/manifest.jsonl", "from_listing": f"page-{number + 3}"}, {"appended": 1000, "rows_total": 3000 + 1000 * number})]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (4, "stop")
+    assert "no_progress/same_page" in signals_at(report, 2)

@@ -1895,6 +1895,29 @@ def _says_last_page(text: str) -> bool:
     return ("false" in lowered or "true" in lowered or ": 0" in lowered) and _LAST_PAGE.search(lowered) is not None
 
 
+#: Words of an argument's name that say it holds a page's cursor (pageToken, ContinuationToken,
+#: next_cursor, marker).
+_CURSOR_WORDS = frozenset({"token", "cursor", "continuation", "marker"})
+
+
+def sends_cursor(arguments: Any) -> bool:
+    """Whether a call sends a page's cursor: a top-level argument named for one (``pageToken``,
+    ``ContinuationToken``, ``cursor``, ``marker``; not an auth token, ``access_token``) whose value
+    could be one (at least 8 printable characters, no spaces: a page number is no cursor)."""
+    if type(arguments) is not dict:
+        return False
+    for key, value in list(arguments.items())[:50]:
+        if type(key) is str and type(value) is str and len(value) >= _SENT_CURSOR_LENGTH and _could_be_cursor(value):
+            words = split_name(key[:NAME_LIMIT])
+            if not _CURSOR_WORDS.isdisjoint(words) and _AUTH_WORDS.isdisjoint(words):
+                return True
+    return False
+
+
+_AUTH_WORDS = frozenset({"access", "auth", "bearer", "api", "refresh", "id", "session", "csrf", "oauth"})
+_SENT_CURSOR_LENGTH = 8
+
+
 def _could_be_cursor(text: str) -> bool:
     """A cursor has at least CURSOR_MIN_LENGTH characters, all printable, and no spaces (a
     reworded query is none)."""

@@ -21,7 +21,7 @@ from ..observations import NO_MATCH, REFUSED, Observation, is_acknowledgement, i
 from .base import RECENT_RESULTS, BoundedMap, CallRecord, RunMemory, describe, polls
 from .failure import FORGIVEN_AFTER_NEW_CHANGES
 from ..tool_names import acts_by_name, operation_of, runs_command, writes_by_name
-from .near_duplicate import unstamped_digest
+from .near_duplicate import sends_cursor, unstamped_digest
 
 _TOOLS_REMEMBERED = 256
 #: Identical failures of a call, this one included, that a change not tried before between
@@ -49,6 +49,7 @@ _WHAT = {
     "reread": "re-read a range or a page already read",
     "same_answer": "gave the answer a differently worded call got",
     "same_answer_between": "gave the same answer again, with nothing written since and other lookups between",
+    "same_page": "returned the page it had returned for the same cursor before",
     "repeated_thought": "was given a thought it had been given before",
     "reworded_message": "said again what it had said before",
     "refused": "was refused by the guard",
@@ -411,6 +412,20 @@ class NoProgress:
                 if _looks_elsewhere(record, memory):
                     own_stale = True
                     kind = "same_answer_between"
+            if (
+                repeated_output == _FROM_SAME_CALL
+                and kind == "same_output"
+                and environment
+                and record.tool_kind != "poll"
+                and "[]" not in observation.text
+                and sends_cursor(record.signature.arguments)
+            ):
+                # The page asked for again with the cursor it was asked with before, and the same
+                # items again: paging that does not advance (a cursor not followed, or handed back
+                # unchanged), whatever was done with the page between. (A stream tailed with the
+                # token it handed back answers an empty list until new lines come: a poll.)
+                own_stale = True
+                kind = "same_page"
 
         if not counted_laps:
             stats.laps = None
@@ -453,6 +468,9 @@ class NoProgress:
                 memory.novel_results += 1
         # (An agent's own message that is new is no news from the world: the streak holds.)
 
+        if kind == "same_page" and self._active and memory.stale_streak < self.patience:
+            message = f"{describe(record)} asked for the page it had asked for before, with the same cursor, and got the same page"
+            return Signal(self.name, kind, self.config.weight, message, {"call": record.index, "stale_results": stats.stale_results}), stale
         if kind == "same_answer_between" and self._active and memory.stale_streak < self.patience:
             answers = stats.laps[1] + 2 if stats.laps is not None else 3  # the first answer, and one per lap
             message = f"{describe(record)} gave the same answer {answers} times in a row, with nothing written since and other lookups between"
