@@ -62,8 +62,9 @@ def __getattr__(name: str) -> Any:
     try:
         imported = importlib.import_module(f".adapters.{module}", __name__)
     except ModuleNotFoundError as error:
-        missing = (error.name or "langchain").split(".")[0]
-        raise ImportError(f"loopguard.{name} needs {missing}: pip install 'loopguard[langchain]'", name=missing) from error
+        from .adapters._extra import missing_extra
+
+        raise missing_extra(f"loopguard.{name}", error) from error
     return getattr(imported, name)
 
 

@@ -541,7 +541,7 @@ def _payload_keys(data: Any) -> bool:
     kind = data.get("type")
     return data.get("error") is True and data.keys() == {"error", "type", "message"} and not (type(kind) is str and kind in _ADAPTER_FAILURES)
 
-_PERMANENT_CODES = frozenset({400, 401, 403, 404, 405, 410, 422})
+_PERMANENT_CODES = frozenset({400, 401, 402, 403, 404, 405, 410, 422})
 _RETRYABLE_CODES = frozenset({408, 425, 429, 500, 502, 503, 504})
 # A status code counts only at the start of the output (with its reason phrase, below) or
 # right after a status word, so "page 1401" and "401 rows" in a sentence are not failures.
@@ -585,12 +585,14 @@ _RETRYABLE_WORDS_ASCII, _PERMANENT_WORDS_ASCII = _ascii_twin(_RETRYABLE_WORDS), 
 # Contention: a lock or a resource another holder has now (Terraform's state lock, SQLite's
 # "database is locked", EBUSY, an operation already in progress, a deadlock victim).
 _CONTENTION = re.compile(
-    r"\b(?:acquiring (?:the )?(?:state )?lock|lock (?:is )?(?:already )?(?:held|taken|acquired by)|(?:already|currently) locked|"
+    r"\b(?:acquiring (?:the )?(?:state )?lock|lock (?:is )?(?:already )?(?:held|taken|acquired by)|"
     r"(?:database|table|file|resource|state) is locked|locked by (?:another|a different)|could not (?:obtain|acquire) (?:a |the )?lock|"
     r"lock (?:wait )?timeout|deadlock (?:detected|found)|(?:device or )?resource (?:is )?busy|"
     r"another (?:operation|process|instance|update|deployment|run) is (?:already )?(?:in progress|running)|operation (?:is )?already in progress)\b"
 )
 _CONTENTION_ASCII = _ascii_twin(_CONTENTION)
+#: Status codes under which contention words still mean contention (None: no code).
+_CONTENTION_CODES = frozenset({None, 400, 409, 423, 500, 503})
 # Context overflow is a failure of the step wherever it is said (the condensation-loop kind).
 _CONTEXT_OVERFLOW = re.compile(r"\b(?:context (?:window|length) (?:exceeded|overflow)|maximum context length|prompt is too long|token limit exceeded)\b")
 _LEADING = " \t\n\"'[({:-"
@@ -738,12 +740,13 @@ def _classify_head(head: str) -> str:
         # A spent allowance waits for the billing period: no retry helps. Unless the text says
         # it is a rate that comes back (Gemini's free tier "per minute ... retry in 21s").
         return RETRYABLE if _RATE_HINT.search(head) else PERMANENT
-    if "lock" in head or "busy" in head or "in progress" in head:
+    code = status_code(head)
+    if ("lock" in head or "busy" in head or "in progress" in head) and code in _CONTENTION_CODES:
         if (_CONTENTION_ASCII if head.isascii() else _CONTENTION).search(head):
             # Waiting for another holder to finish: retrying later is correct, whatever the
-            # status code of the failed attempt (Terraform's lock is a DynamoDB 400).
+            # failed attempt's code says of the request (Terraform's lock is a DynamoDB 400).
+            # Not a 401 or a 403: an account locked out stays locked.
             return RETRYABLE
-    code = status_code(head)
     if code in _RETRYABLE_CODES:
         return RETRYABLE
     if code in _PERMANENT_CODES:

@@ -81,7 +81,13 @@ def evaluate_rules(
         except Exception as error:  # any runtime failure of an expression follows on_error
             applies = rule.spec.on_error == "deny"
             notes.append(
-                Signal("rule", "condition_error", 0.0, f"rule '{rule.id}': condition failed ({type(error).__name__}: {error}); on_error={rule.spec.on_error}", {"rule": rule.id})
+                Signal(
+                    "rule",
+                    "condition_error",
+                    0.0,
+                    f"rule '{rule.id}': condition failed ({type(error).__name__}: {error}); on_error={rule.spec.on_error}",
+                    {"rule": rule.id, "error": f"{type(error).__name__}: {error}", "on_error": rule.spec.on_error},
+                )
             )
         if not applies:
             continue

@@ -347,11 +347,11 @@ def _flat_items(arguments: Any) -> list[tuple[str, Any, type]] | None:
     hashes: the type keeps apart values whose hashes are equal (``hash("") == hash(0)``),
     booleans are left to the general path (``True == 1``), and so are ints whose hash another
     int shares (in CPython ``hash(-1) == hash(-2)``, and ints are hashed modulo ``2**61 - 1``).
-    A text of up to 15 ASCII digits (spaces around it aside, no leading zero) is hashed as its
-    number, a text of letters only in lower case, and a one-line text of up to 200 characters
-    without the spaces and tabs around it: ``{"id": "48213"}`` and ``{"id": 48213}`` are one call, and so
-    are ``{"currency": "USD"}`` and ``{"currency": "usd"}``, and ``{"selector": "#summary "}``
-    and ``{"selector": "#summary"}`` (the arguments themselves stay as given). What remains is the chance of a 64-bit hash accident. (A plain loop: for the few
+    A text of up to 15 ASCII digits (trailing spaces aside, no leading zero) is hashed as its
+    number, and a one-line text of up to 200 characters without its trailing spaces and tabs:
+    ``{"id": "48213"}`` and ``{"id": 48213}`` are one call, and so are
+    ``{"selector": "#summary "}`` and ``{"selector": "#summary"}`` (the arguments themselves
+    stay as given). What remains is the chance of a 64-bit hash accident. (A plain loop: for the few
     arguments of a tool call it beats set and map tricks.)
     """
     if type(arguments) is not dict or len(arguments) > MAX_ITEMS:
@@ -364,22 +364,18 @@ def _flat_items(arguments: Any) -> list[tuple[str, Any, type]] | None:
         if kind is str:
             if len(value) > MAX_STRING:
                 return None
-            if value.isalpha():
-                # A word's case asks for nothing else ("USD", "usd"; "AVAILABLE", "Available").
-                if not value.islower():
-                    items.append((key, value.lower(), str))
-                    continue
-            else:
-                stripped = value.strip(" \t")
-                if stripped.isdigit() and stripped.isascii() and len(stripped) <= 15 and (stripped[0] != "0" or stripped == "0"):
-                    # An id written as text ("48213", "48213 ") asks for what the number asks for.
-                    items.append((key, int(stripped), int))
-                    continue
-                if stripped is not value and len(stripped) <= 200 and "\n" not in stripped:
-                    # Spaces around a one-line value ask for nothing else ("#order-summary "); a
-                    # line break may (a file's last line).
-                    items.append((key, stripped, str))
-                    continue
+            # (A word's case may matter, "open" and "OPEN" to an enum, and so may leading spaces, an
+            # edit's indentation: neither is folded.)
+            stripped = value.rstrip(" \t")
+            if stripped.isdigit() and stripped.isascii() and len(stripped) <= 15 and (stripped[0] != "0" or stripped == "0"):
+                # An id written as text ("48213", "48213 ") asks for what the number asks for.
+                items.append((key, int(stripped), int))
+                continue
+            if stripped is not value and len(stripped) <= 200 and "\n" not in stripped:
+                # Spaces after a one-line value ask for nothing else ("#order-summary "); a line
+                # break may (a file's last line).
+                items.append((key, stripped, str))
+                continue
         elif kind is int:
             if value == -1 or value.bit_length() > 60:
                 return None

@@ -205,16 +205,35 @@ def operation_of(tool: str, arguments: Any) -> str:
     if command is None:
         return tool
     for stage in _STAGES.split(_unquoted(command[:500])):
-        words = [word for word in stage.split() if word[0] != "-" and "=" not in word and not word.isdigit()]
-        while words and words[0] in _COMMAND_PREFIXES:
-            words.pop(0)
-        if not words or words[0] in _SETUP_COMMANDS:
+        words = stage.split()
+        index = 0
+        while index < len(words) and (_option_or_value(words, index) or words[index].isdigit() or words[index] in _WRAPPERS):
+            index += 1
+        if index == len(words) or words[index] in _SETUP_COMMANDS:
             continue
-        program = words[0].rsplit("/", 1)[-1]
-        if program in _SUBCOMMAND_PROGRAMS and len(words) > 1:
-            return f"{tool}: {program} {words[1]}"
+        program = words[index].rsplit("/", 1)[-1]
+        if program in _SUBCOMMAND_PROGRAMS:
+            # The first word after the program that is no option and no option's value
+            # (kubectl -n team-a describe, git -C repo diff, aws --region us-east-1 s3): its subcommand.
+            for position in range(index + 1, len(words)):
+                if not _option_or_value(words, position):
+                    return f"{tool}: {program} {words[position]}"
         return f"{tool}: {program}"
     return tool
+
+
+def _option_or_value(words: list[str], index: int) -> bool:
+    """Whether ``words[index]`` is an option (``-n``, ``--region=x``, ``A=1``) or, by its look, an
+    option's value: any word after a short option (``-n team-a``), a word with a digit, a dot or
+    a slash after a long one (``--region us-east-1``; ``--no-pager diff`` keeps ``diff``)."""
+    word = words[index]
+    if word[0] == "-" or "=" in word:
+        return True
+    before = words[index - 1] if index else ""
+    if before[:1] != "-" or "=" in before:
+        return False
+    return len(before) == 2 or not word.replace("-", "").isalpha()
+
 
 
 #: Commands that only set up the shell for the command after them (cd DIR && make).
@@ -238,6 +257,8 @@ _SEARCH_COMMANDS = frozenset({"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ac
 #: Words that may come before the search command in its pipeline stage ("git grep", "sudo -u
 #: app grep", "timeout 10 grep", "LC_ALL=C grep"), besides options, their values and assignments.
 _COMMAND_PREFIXES = frozenset({"git", "xargs", "sudo", "env", "command", "exec", "time", "nice", "timeout", "stdbuf", "nohup"})
+#: Words that run the command after them (sudo, timeout 10, env, nice): what the command does is after them.
+_WRAPPERS = _COMMAND_PREFIXES - {"git"}
 _STAGES = re.compile(r"\|\|?|&&|;|\n")
 
 

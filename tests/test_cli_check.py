@@ -182,3 +182,14 @@ def test_version_is_printed() -> None:
 
     done = subprocess.run([sys.executable, "-m", "loopguard", "--version"], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, f"loopguard {__version__}\n")
+
+
+def test_check_without_a_policy_checks_the_one_replay_would_use(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["check"]) == 2
+    captured = capsys.readouterr()
+    assert (captured.err, captured.out) == ("loopguard.yml:1:1: LG100: cannot read policy file: No such file or directory\n", "1 problem in 1 of 1 policy\n")
+    (tmp_path / "loopguard.yml").write_text("version: 1\n")
+    (tmp_path / "loopguard.yml").chmod(0o644)
+    assert main(["check"]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"loopguard.yml: ok (revision {load_policy(tmp_path / 'loopguard.yml').revision})", "1 policy ok"]

@@ -90,9 +90,17 @@ def test_a_record_re_read_between_lookups_elsewhere_is_stuck(policy, tmp_path: P
     steps = []
     for command in between:
         steps += [step("bash", {"command": POD}, POD_STATUS), step("bash", {"command": command}, f"output of {command}")]
+    steps.append(step("bash", {"command": POD}, POD_STATUS))
     report = replay(policy, tmp_path, steps)
-    assert first(report) == (4, "stop")
-    assert "no_progress/same_answer_between" in signals_at(report, 4)
+    # The fourth same answer, after three laps each elsewhere than the one before.
+    assert first(report) == (6, "stop")
+    assert "no_progress/same_answer_between" in signals_at(report, 6)
+    # A policy read before each of three questions, each needing another tool: healthy.
+    policy_text = "Returns: 30 days with receipt; store credit after that; no returns on final-sale items."
+    steps = []
+    for tool, arguments in (("get_order", {"order": "A-1"}), ("search_kb", {"query": "final sale"}), ("get_store_hours", {"store": "Berlin"})):
+        steps += [step("read_policy", {"name": "returns"}, policy_text), step(tool, arguments, f"answer from {tool}")]
+    assert first(replay(policy, tmp_path, steps)) is None
     # A checklist read before each item, the item's steps the same each time: healthy.
     steps = []
     for node in ("ip-10-0-1-17", "ip-10-0-2-33", "ip-10-0-3-51", "ip-10-0-1-88"):
@@ -110,7 +118,9 @@ def test_a_record_re_read_between_lookups_elsewhere_is_stuck(policy, tmp_path: P
         ("kubectl get pod x -n payments -o wide", "bash: kubectl get"),
         ("cd /repo && pytest -q tests/", "bash: pytest"),
         ("LC_ALL=C timeout 10 /usr/bin/grep -rn foo .", "bash: grep"),
-        ("git -C repo diff", "bash: repo"),
+        ("git -C repo diff", "bash: git diff"),
+        ("kubectl -n team-a describe quota compute", "bash: kubectl describe"),
+        ("sudo -u app aws --region us-east-1 s3 ls", "bash: aws s3"),
     ],
 )
 def test_what_a_command_does_is_its_program_and_subcommand(command: str, operation: str) -> None:
@@ -123,12 +133,13 @@ def test_ids_and_words_written_otherwise_are_one_call() -> None:
         return signature_of("get", arguments).key
 
     assert key({"ticket_id": 48213}) == key({"ticket_id": "48213"}) == key({"ticket_id": "48213 "})
-    assert key({"currency": "USD", "type": "AVAILABLE"}) == key({"type": "available", "currency": "usd"})
     assert key({"selector": "#order-summary "}) == key({"selector": "#order-summary"})
-    # A leading zero, a longer number, a mixed-case token and text over several lines stay as written.
+    # A leading zero, a longer number, a word's case, leading spaces (an edit's indentation) and
+    # a line break stay as written.
     assert key({"ticket_id": "048213"}) != key({"ticket_id": 48213})
     assert key({"ticket_id": "1234567890123456"}) != key({"ticket_id": 1234567890123456})
-    assert key({"token": "aB3x"}) != key({"token": "ab3x"})
+    assert key({"state": "OPEN"}) != key({"state": "open"})
+    assert key({"old_str": "    return x"}) != key({"old_str": "return x"})
     assert key({"content": "line\n"}) != key({"content": "line"})
     assert signature_of("get", {"ticket_id": "48213 "}).arguments == {"ticket_id": "48213 "}  # (what rules see)
 

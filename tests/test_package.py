@@ -42,14 +42,23 @@ def test_importing_loopguard_does_not_import_langchain() -> None:
     assert (done.returncode, done.stdout) == (0, "[]\n")
 
 
-def test_an_adapter_without_langchain_installed_says_which_extra_to_install() -> None:
+@pytest.mark.parametrize(
+    ("statement", "module"),
+    [
+        ("from loopguard import LoopGuardMiddleware", "loopguard.adapters.langchain"),
+        ("from loopguard.adapters.langchain import LoopGuardMiddleware", "loopguard.adapters.langchain"),
+        ("from loopguard.adapters.langgraph import loopguard_tool_wrapper", "loopguard.adapters.langgraph"),
+        ("from loopguard.adapters.callbacks import LoopGuardCallbackHandler", "loopguard.adapters.callbacks"),
+    ],
+)
+def test_an_adapter_without_langchain_installed_says_which_extra_to_install(statement: str, module: str) -> None:
     # None in sys.modules makes the import fail as if the package were not installed.
-    done = _run(
-        "import sys; sys.modules['langchain_core'] = None\n"
-        "try:\n    from loopguard import LoopGuardMiddleware\n"
-        "except ImportError as error:\n    print(error)"
+    done = _run(f"import sys; sys.modules['langchain_core'] = None\ntry:\n    {statement}\nexcept ImportError as error:\n    print(error)")
+    assert (done.returncode, done.stdout) == (
+        0,
+        f"{module} needs langchain_core, from loopguard's langchain extra: "
+        "pip install -e '.[langchain]' in a loopguard checkout, or pip install 'PATH/TO/loopguard[langchain]'\n",
     )
-    assert (done.returncode, done.stdout) == (0, "loopguard.LoopGuardMiddleware needs langchain_core: pip install 'loopguard[langchain]'\n")
 
 
 def test_help_works_without_langchain_installed() -> None:

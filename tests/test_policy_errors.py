@@ -353,7 +353,7 @@ _RAW_HINT = "write the pattern as a raw string inside single-quoted YAML: when: 
         ("    when: \"not matches(turn.user_message, '\\\\bdeploy\\\\b')\"\n", f"5:43: LG903: warning: {_BACKSPACE} (hint: {_RAW_HINT})"),
         # YAML's double quotes read \b as a backspace themselves.
         ("    when: \"not matches(turn.user_message, '\\bdeploy')\"\n", f"5:44: LG903: warning: {_BACKSPACE} (hint: {_RAW_HINT})"),
-        ("    match: \"contains(arguments.env, '\\bprod')\"\n", f"5:38: LG903: warning: {_BACKSPACE} (hint: put the expression in single quotes in YAML, where a backslash stays a backslash)"),
+        ("    match: \"contains(arguments.env || '', '\\bprod')\"\n", f"5:44: LG903: warning: {_BACKSPACE} (hint: put the expression in single quotes in YAML, where a backslash stays a backslash)"),
         ("    when: 'not matches(turn.user_message, r\"\\bdeploy\\b\")'\n", None),  # a raw string in single quotes: right
         ("    when: 'not matches(turn.user_message, \"\\\\bdeploy\\\\b\")'\n", None),  # an escaped backslash: right
     ],
@@ -545,3 +545,30 @@ def test_a_method_from_another_language_gets_its_python_spelling(condition: str,
         f"t.yml:5:{column}: LG304: method '{method}' is not allowed in a condition (allowed: casefold, count, endswith, find, get, "
         "isalnum, isalpha, isdigit, items, keys, lower, lstrip, rstrip, startswith, strip, upper, values)" + (f" (hint: {hint})" if hint else "")
     )
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        (
+            "    when: \"call.arguments['amount'] > 100\"\n",
+            "5:12: LG905: warning: call.arguments['amount'] fails for a call without 'amount', and the rule then follows on_error (deny: it applies) "
+            "(hint: write call.arguments.get('amount', DEFAULT) (0, '' or None), or set on_error: allow)",
+        ),
+        (
+            "    match: \"!starts_with(arguments.url, 'https://intranet.')\"\n",
+            "5:12: LG905: warning: starts_with() fails for a call without arguments.url, and the rule then follows on_error (deny: it applies) "
+            "(hint: read a missing field as empty: starts_with(arguments.url || '', ...))",
+        ),
+        ("    match: \"!starts_with(arguments.url || '', 'https://intranet.')\"\n", None),
+        ("    when: \"call.arguments.get('amount', 0) > 100\"\n", None),
+        ("    when: \"call.arguments['amount'] > 100\"\n    on_error: allow\n", None),
+        ("    match: \"starts_with(tool, 'update_') && length(arguments) > `2`\"\n", None),
+    ],
+)
+def test_an_expression_that_fails_for_a_call_without_an_argument_is_a_warning(tmp_path: Path, expression: str, expected: str | None) -> None:
+    path = tmp_path / "p.yml"
+    path.write_text(f"version: 1\nrules:\n  - id: r\n    tool: '*'\n{expression}    verdict: cancel\n    reason: ask\n")
+    path.chmod(0o644)
+    result = check_policy(path)
+    assert [problem.format().removeprefix(f"{path}:") for problem in result.problems] == ([expected] if expected else [])

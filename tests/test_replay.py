@@ -361,6 +361,21 @@ def test_integration_rule_verdict_is_recorded_at_its_step(tmp_path: Path, capsys
     assert text.rstrip().endswith("1 run: 1 continue; 0 intervened; 0 errors; 1 call decided by rules or budgets")
 
 
+def test_a_rule_that_applied_because_its_condition_failed_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "policy.yml"
+    policy.write_text("version: 1\nrules:\n  - id: big-money\n    when: \"call.arguments['amount'] > 100\"\n    verdict: cancel\n    reason: needs a human\n")
+    policy.chmod(0o644)
+    trace = write_runs(tmp_path, [{"run_id": "r", "steps": [{"tool": "get_ticket", "args": {"id": 7}, "output": "ticket 7"}, {"tool": "refund", "args": {"amount": 50}, "output": "ok"}]}])
+    assert main(["replay", trace, "--policy", str(policy)]) == 0
+    captured = capsys.readouterr()
+    assert "    = step 0: get_ticket → cancel (rule big-money: its condition failed (KeyError: 'amount'), on_error: deny)" in captured.out.splitlines()
+    # The policy's warning, as check prints it.
+    assert captured.err == (
+        f"loopguard replay: {policy}:4:12: LG905: warning: call.arguments['amount'] fails for a call without 'amount', and the rule then "
+        "follows on_error (deny: it applies) (hint: write call.arguments.get('amount', DEFAULT) (0, '' or None), or set on_error: allow)\n"
+    )
+
+
 def test_integration_bad_policy_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     policy = tmp_path / "policy.yml"
     policy.write_text("version: 1\nthresholdz: {}\n")

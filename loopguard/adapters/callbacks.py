@@ -61,9 +61,14 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 from uuid import UUID
 
-from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
+try:
+    from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, LLMResult
+except ModuleNotFoundError as error:  # (without the langchain extra: say how to install it)
+    from ._extra import missing_extra
+
+    raise missing_extra(__name__, error) from error
 
 from ..calls import ModelUsage, ToolCall, ToolResult
 from ..decisions import Decision, GuardAction, VerdictKind

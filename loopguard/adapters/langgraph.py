@@ -55,9 +55,14 @@ from __future__ import annotations
 import uuid
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Literal, Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.types import Command
+try:
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langgraph.types import Command
+except ModuleNotFoundError as error:  # (without the langchain extra: say how to install it)
+    from ._extra import missing_extra
+
+    raise missing_extra(__name__, error) from error
 
 from ..calls import ToolCall, ToolResult
 from ..decisions import Decision, Verdict, VerdictKind

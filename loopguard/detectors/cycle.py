@@ -46,7 +46,7 @@ class Cycle:
         keys.append(key)
         self._tools.append(signature.tool)
         read_at = record.stats.read_at
-        if read_at >= 0:
+        if read_at >= 0 and record.tool_kind != "wait":  # (a round with a deliberate wait in it is a poll)
             lag = record.index - read_at
             if lag == self._lag:
                 self._lag_run += 1
@@ -89,12 +89,15 @@ class Cycle:
         """A sequence made again: the last :data:`REPLAYED_CALLS` calls (or more) each made
         again ``lag`` calls after it was made before, in the same order, longer than the
         periods checked call by call (an agent that redoes its exploration after its context
-        was condensed). Not while the call's answers advance, not once something was written
-        since the call's previous answer (checks run again after a fix verify it), and not for
-        a call that writes or acts (a round of changes made again is the repeat detector's and
+        was condensed). Only when the replayed calls before it brought nothing new (their
+        results in a row were stale: a round of checks run again after the user power-cycled the
+        modem brings changed answers), not while the call's answers advance, not once something
+        was written since the call's previous answer (checks run again after a fix verify it),
+        not across a deliberate wait (a round with a sleep in it is a poll), and not for a call
+        that writes or acts (a round of changes made again is the repeat detector's and
         no_progress's to judge)."""
         stats = record.stats
-        if stats.acts or memory.writes != stats.writes_at_result or _advancing(memory, record.signature.key):
+        if stats.acts or memory.writes != stats.writes_at_result or memory.stale_streak < REPLAYED_CALLS - 1 or _advancing(memory, record.signature.key):
             return None
         calls = self._lag_run
         return Signal(

@@ -628,8 +628,8 @@ def _holds_identity(value: dict[Any, Any], depth: int) -> bool:
     return False
 
 
-#: Query parameters that only defeat caches, besides the identity names (``_``, ``cb``, ``nonce``).
-_CACHE_BUSTERS = frozenset({"nocache", "no_cache", "nc", "cachebust", "cache_bust", "bust", "rand", "random", "rnd", "_t", "_ts"})
+#: Query parameters that only defeat caches (a random seed, ``rnd``, may be what is asked for).
+_CACHE_BUSTERS = frozenset({"_", "cb", "cachebuster", "cache_buster", "cachebust", "cache_bust", "bust", "nocache", "no_cache", "nc", "_t", "_ts", "_dc"})
 
 
 def _without_cache_buster(url: str) -> str:
@@ -637,11 +637,15 @@ def _without_cache_buster(url: str) -> str:
     ``?nocache=8f2c41``); ``url`` itself when it has none or is no URL."""
     if len(url) > 2000 or "://" not in url:
         return url
-    parts = urlsplit(url)
-    if not parts.query:
+    try:
+        parts = urlsplit(url)
+        parameters = parse_qsl(parts.query, keep_blank_values=True)[:50] if parts.query else []
+    except ValueError:  # (no URL after all: "https://[your-subdomain].example/?page=1")
         return url
-    parameters = parse_qsl(parts.query, keep_blank_values=True)[:50]
-    kept = [(name, value) for name, value in parameters if not (_is_identity(name) or name.lower() in _CACHE_BUSTERS)]
+    if not parameters:
+        return url
+    # Only names that say they bust a cache: in a URL a request_id or a trace_id is often what is looked up.
+    kept = [(name, value) for name, value in parameters if name.lower() not in _CACHE_BUSTERS]
     if len(kept) == len(parameters):
         return url
     return parts._replace(query="&".join(f"{name}={value}" for name, value in kept)).geturl()
@@ -1072,8 +1076,12 @@ _ASCII_SEPARATORS = bytes(code if chr(code).isalnum() or code == ord("_") else o
 _STOPWORDS_ASCII = frozenset(word.encode("ascii") for word in _STOPWORDS)
 
 
-# A name with a number in it, what a report is about: web-01, s05, inc4711, db_replica_2.
-_SUBJECT = re.compile(r"\b[a-z]+[-_]?\d+[a-z0-9_-]*", re.ASCII)
+# A name that ends in a number, what a report is about: web-01, s05, inc4711, db_replica_2,
+# node3; with a separator before the number, two digits or three letters before one, so that
+# v2, s3, k8s and e2e (words of a plan, not items) are none.
+_SUBJECT = re.compile(r"\b[a-z][a-z_-]*?(?:[-_]\d+|\d{2,})\b|\b[a-z]{3,}\d\b", re.ASCII)
+# Names with a number that are units, versions and percentiles, not items.
+_NO_SUBJECT_NAMES = re.compile(r"(?:p\d+|sha\d+|md\d+|x86_64|amd64|arm64|ipv\d+|utf\d+|base\d+|int\d+|uint\d+|float\d+|py\d+|python\d+|win\d+|iso\d+|rfc\d+|h\d+|http\d|gpt\d|mp\d|tls\d|oauth\d)$")
 _NO_SUBJECTS: frozenset[str] = frozenset()
 _DIGIT_SET = frozenset("0123456789")
 
@@ -1226,7 +1234,7 @@ class NearDuplicate:
         self._last_speaker = speaker
         words = _message_words(text)
         head = text[:600]
-        subjects = frozenset(_SUBJECT.findall(head)) if not _DIGIT_SET.isdisjoint(head) else _NO_SUBJECTS
+        subjects = frozenset([name for name in _SUBJECT.findall(head) if _NO_SUBJECT_NAMES.match(name) is None]) if not _DIGIT_SET.isdisjoint(head) else _NO_SUBJECTS
         if len(words) >= MESSAGE_WORDS:
             # A report about another item ("Checked web-02: ...", "Sample S02: ...") is no
             # rewording of the one before, however alike their words.
@@ -1620,11 +1628,18 @@ _STAMPING_HEADERS = frozenset(
 )
 
 
+#: The stamping headers that say how a response was cached.
+_CACHE_HEADERS = frozenset({"age", "via", "x-cache", "x-cache-hits", "x-served-by", "x-timer"})
+
+
 def _without_stamping_headers(response: str) -> str:
-    """A printed HTTP response (lowercased) without its stamping header lines (see ``_STAMPING_HEADERS``)."""
+    """A printed HTTP response (lowercased) without its stamping header lines (see
+    ``_STAMPING_HEADERS``; with no body after them, the cache's headers stay)."""
     head, separator, rest = response.partition("\n\n")
+    # Only headers (curl -I): how the response was cached is its answer (a cache probe's x-cache, age).
+    dropped = _STAMPING_HEADERS if rest.strip() else _STAMPING_HEADERS - _CACHE_HEADERS
     lines = head.split("\n")
-    kept = [lines[0]] + [line for line in lines[1:] if line.partition(":")[0].strip() not in _STAMPING_HEADERS]
+    kept = [lines[0]] + [line for line in lines[1:] if line.partition(":")[0].strip() not in dropped]
     return "\n".join(kept) + separator + rest
 
 
@@ -1832,7 +1847,7 @@ def _page_body(text: str, cursors: tuple[str, ...]) -> str:
     for cursor in cursors:
         text = text.replace(cursor, "\x00")
     text = _QUOTED_FIELD.sub(_without_stamp, text)  # (a field goes with the comma before it)
-    if "_ms" in text or "took" in text or "elapsed" in text:
+    if "took" in text or "elapsed" in text or "time" in text or "atency" in text:
         text = _NUMBER_FIELD.sub(_without_time_taken, text)
     if "imit-" in text or "imit_" in text:
         text = _RATE_LIMIT_FIELD.sub("", text)  # (the rate limit left when the page was served)
@@ -1848,11 +1863,16 @@ _RATE_LIMIT_FIELD = re.compile(r"""["']?(?:x-)?rate-?limit[-_](?:remaining|reset
 
 
 def _without_time_taken(field: re.Match[str]) -> str:
-    return "" if names_duration(field[2]) else field[0]
+    return "" if _TIME_TAKEN.match(field[2]) is not None else field[0]
+
+
+# The name of a response's time taken (took, took_ms, elapsed_ms, query_time_ms, latencyMs); an
+# item's own times (time, startTime, duration_ms) are data.
+_TIME_TAKEN = re.compile(r"(?:took|elapsed|latency|(?:query|response|processing|server|execution)[_-]?time)(?:[_-]?(?:ms|millis|us|ns|s|sec|secs|seconds))?$", re.IGNORECASE)
 
 
 def _without_stamp(field: re.Match[str]) -> str:
-    if field[4] == "\x00" or _is_stamp(field[2]) or names_duration(field[2]):  # (a time taken: "took_ms")
+    if field[4] == "\x00" or _is_stamp(field[2]) or _TIME_TAKEN.match(field[2]) is not None:
         return ""  # a field that is a cursor goes whole: the first page has no echoed cursor
     return field[0]
 

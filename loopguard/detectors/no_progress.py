@@ -56,6 +56,12 @@ _WHAT = {
 }
 
 
+#: Laps in a row, each looking elsewhere than the one before, after which the same answer
+#: again is no progress: the fourth same answer. (A third came too early for a policy or a
+#: status re-read before each of three questions, each needing another tool.)
+LAPS_ELSEWHERE = 2
+
+
 def _looks_elsewhere(record: CallRecord, memory: RunMemory) -> bool:
     """Whether the call's same answer again, with nothing written since, comes after calls that
     looked elsewhere than the calls between its previous two answers (no operation shared):
@@ -63,19 +69,17 @@ def _looks_elsewhere(record: CallRecord, memory: RunMemory) -> bool:
     to it a third time with nothing that could change it. Calls that do one thing per item
     between the reads (look up a customer, price it; cordon a node, drain it) share their
     operations from lap to lap: a checklist read before each item. Updates
-    ``record.stats.laps``; true from the second such lap on."""
+    ``record.stats.laps``; true from the :data:`LAPS_ELSEWHERE`-th such lap on."""
     stats = record.stats
     previous, index = stats.read_at, record.index
     if previous < 0 or not 0 < index - previous < RECENT_RESULTS:
         stats.laps = None  # back to back (the run's streak judges it), or too far apart to tell
         return False
-    # (Calls between that do what this call does are it written otherwise, not lookups elsewhere.)
-    operation = _operation(record)
-    lap = frozenset([_operation(earlier) for earlier in memory.recent if previous < earlier.index < index]) - {operation}
+    lap = frozenset([_operation(earlier) for earlier in memory.recent if previous < earlier.index < index])
     laps = stats.laps
     count = laps[1] + 1 if laps is not None and lap and laps[0] and laps[0].isdisjoint(lap) else 0
     stats.laps = (lap, count)
-    return count >= 1
+    return count >= LAPS_ELSEWHERE
 
 
 def _operation(record: CallRecord) -> str:

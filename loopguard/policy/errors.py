@@ -36,6 +36,8 @@ LG903    control-character       (warning) an expression holds a control charact
                                  a ``\b`` meant as a regex word boundary that became a backspace
 LG904    unused-field            (warning) a rule sets a field its verdict does not use
                                  (a ``limit`` on a ``cancel`` rule)
+LG905    missing-argument        (warning) an expression fails for a call without an argument it
+                                 reads, and the rule then follows on_error (deny: it applies)
 =======  ======================  ==============================================
 """
 
@@ -72,6 +74,7 @@ CODES: dict[str, str] = {
     "LG902": "quoted-identifier",
     "LG903": "control-character",
     "LG904": "unused-field",
+    "LG905": "missing-argument",
 }
 
 IO_ERROR = "LG100"
@@ -99,6 +102,7 @@ WRITABLE_POLICY = "LG901"
 QUOTED_IDENTIFIER = "LG902"
 CONTROL_CHARACTER = "LG903"
 UNUSED_FIELD = "LG904"
+MISSING_ARGUMENT = "LG905"
 
 Severity = Literal["error", "warning"]
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
+import jmespath
 import yaml
 from pydantic import BaseModel, ValidationError
 
@@ -716,7 +717,10 @@ def _add_validation_error(problems: _Problems, error: Any, locator: _Locator, su
         return
     if kind in _BOUNDS:
         name, symbol = _BOUNDS[kind]
-        problems.add(locator.value(loc), codes.OUT_OF_RANGE, f"{dotted} must be {symbol} {_number(context.get(name))}, got {_number(value)}{suffix}")
+        hint = None
+        if "thresholds" in loc and isinstance(value, (int, float)) and 1 < value <= 100:
+            hint = f"thresholds are risks from 0 to 1: {_number(value / 100)}, not {_number(value)}"
+        problems.add(locator.value(loc), codes.OUT_OF_RANGE, f"{dotted} must be {symbol} {_number(context.get(name))}, got {_number(value)}{suffix}", hint)
         return
     if kind == "value_error":
         message = str(context.get("error", error["msg"]))
@@ -739,6 +743,9 @@ def _add_validation_error(problems: _Problems, error: Any, locator: _Locator, su
             node = locator.nodes.get(loc)
             written = node.scalar.value if node is not None and node.scalar is not None else str(value).lower()
             hint = f"YAML reads an unquoted yes, no, on, off, true or false as a boolean: quote it ({field}: \"{written}\")"
+        elif field == "tool" and loc[0] == "rules" and isinstance(value, list):
+            names = ", ".join(f"'{name}'" for name in value if isinstance(name, str))
+            hint = f"a rule names one tool or a glob; for several, write one rule each, or tool: \"*\" with match: \"contains([{names}], tool)\""
         problems.add(locator.value(loc), codes.WRONG_TYPE, f"{dotted} must be {expected}, got {_describe(value)}{suffix}", hint)
         return
     if kind == "string_too_short" and context.get("min_length") == 1:
@@ -936,6 +943,8 @@ def _check_expressions(root: Node, problems: _Problems) -> None:
                         severity="warning",
                     )
             _check_control_characters(problems, match, python_strings=False)
+            if not _allows_on_error(rule):
+                _check_missing_field(problems, match)
         when = rule.value.get("when")
         if when is not None and isinstance(when.value, str):
             try:
@@ -948,6 +957,82 @@ def _check_expressions(root: Node, problems: _Problems) -> None:
                 problems.add(_inside(when, offset), codes.BAD_CONDITION, error.message, error.hint)
             else:
                 _check_control_characters(problems, when, python_strings=True)
+                if not _allows_on_error(rule):
+                    _check_missing_argument(problems, when)
+
+
+def _allows_on_error(rule: Node) -> bool:
+    on_error = rule.value.get("on_error")
+    return on_error is not None and on_error.value == "allow"
+
+
+#: JMESPath functions that fail for a null subject (a field the call does not have).
+_NULL_FAILING_FUNCTIONS = frozenset({"starts_with", "ends_with", "contains", "length"})
+
+
+def _check_missing_field(problems: _Problems, node: Node) -> None:
+    """LG905 in a ``match``: a string function of a field the call may not have
+    (``starts_with(arguments.url, ...)`` fails for a call without ``url``)."""
+    try:
+        tree = jmespath.compile(node.value).parsed
+    except Exception:
+        return
+    pending = [tree]
+    while pending:
+        current = pending.pop()
+        children = current.get("children") or []
+        if current.get("type") == "function_expression" and current.get("value") in _NULL_FAILING_FUNCTIONS and children:
+            subject = _field_path(children[0])
+            if subject is not None and subject not in ("tool", "arguments"):  # (the call always has these)
+                function = current["value"]
+                problems.add(
+                    _inside(node, None),
+                    codes.MISSING_ARGUMENT,
+                    f"{function}() fails for a call without {subject}, and the rule then follows on_error (deny: it applies)",
+                    f"read a missing field as empty: {function}({subject} || '', ...)" if function != "length" else f"read a missing field as empty: length({subject} || '')",
+                    severity="warning",
+                )
+                return
+        pending.extend(child for child in children if isinstance(child, dict))
+
+
+def _field_path(node: dict[str, Any]) -> str | None:
+    """``arguments.url`` for a JMESPath field or a path of fields, else ``None``."""
+    if node.get("type") == "field":
+        return str(node.get("value"))
+    if node.get("type") == "subexpression":
+        parts = [_field_path(child) for child in node.get("children") or []]
+        return ".".join(parts) if parts and all(part is not None for part in parts) else None  # type: ignore[arg-type]
+    return None
+
+
+def _check_missing_argument(problems: _Problems, node: Node) -> None:
+    """LG905 in a ``when``: ``call.arguments['amount']`` fails for a call without ``amount``."""
+    text = node.value.strip()
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return
+    for found in ast.walk(tree):
+        if (
+            isinstance(found, ast.Subscript)
+            and isinstance(found.slice, ast.Constant)
+            and isinstance(found.slice.value, str)
+            and isinstance(found.value, ast.Attribute)
+            and found.value.attr == "arguments"
+            and isinstance(found.value.value, ast.Name)
+            and found.value.value.id == "call"
+        ):
+            key = found.slice.value
+            offset = None if "\n" in text else character_column(text, found.col_offset) + len(node.value) - len(node.value.lstrip())
+            problems.add(
+                _inside(node, offset),
+                codes.MISSING_ARGUMENT,
+                f"call.arguments[{key!r}] fails for a call without {key!r}, and the rule then follows on_error (deny: it applies)",
+                f"write call.arguments.get({key!r}, DEFAULT) (0, '' or None), or set on_error: allow",
+                severity="warning",
+            )
+            return
 
 
 # Control characters an expression may hold on purpose: none but spacing.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -82,14 +83,22 @@ def run_replay(
     out = stdout or sys.stdout
     err = stderr or sys.stderr
     from loopguard.policy import load_policy  # the CLI loads the policy layer only when used
-    from loopguard.policy.errors import PolicyError
+    from loopguard.policy.errors import PolicyError, PolicyFileWarning
 
     source = args.policy or default_policy_source()
     try:
-        policy = load_policy(source, profile=args.profile)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PolicyFileWarning)
+            policy = load_policy(source, profile=args.profile)
     except (PolicyError, OSError) as exc:
         print(f"loopguard replay: {exc}", file=err)
         return EXIT_USAGE
+    for warning in caught:
+        # The policy's warnings (LG9xx) as check prints them, not as Python's warning machinery does.
+        if issubclass(warning.category, PolicyFileWarning):
+            print(f"loopguard replay: {warning.message}", file=err)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     try:
         reports = replay_paths(policy, args.traces, session_factory=session_factory)
     except TraceIOError as exc:

@@ -249,7 +249,11 @@ def render_text(reports: list[RunReport]) -> str:
             decision = entry.decision
             # Rule and budget verdicts are policy at work, not a stuck run: list them too.
             if _decided_by_policy(decision):
-                lines.append(f"    = step {entry.step}: {decision.tool} → {decision.verdict.kind.value} (rule {decision.verdict.rule})")
+                rule = decision.verdict.rule
+                failed = next((s.evidence for s in decision.signals if s.kind == "condition_error" and s.evidence.get("rule") == rule), None)
+                # A rule that applied because its condition failed (on_error: deny) must not read as the rule at work.
+                because = f": its condition failed ({failed.get('error')}), on_error: deny" if failed is not None else ""
+                lines.append(f"    = step {entry.step}: {decision.tool} → {decision.verdict.kind.value} (rule {rule}{because})")
     lines.append(summary_line(summarize(reports)))
     # Run ids, tool names and file names come from the trace: their control characters
     # (an ANSI escape, a line break in a run id) are shown escaped, never sent to the terminal.
