@@ -1079,10 +1079,27 @@ _STOPWORDS_ASCII = frozenset(word.encode("ascii") for word in _STOPWORDS)
 # A name that ends in a number, what a report is about: web-01, s05, inc4711, db_replica_2,
 # node3; with a separator before the number, two digits or three letters before one, so that
 # v2, s3, k8s and e2e (words of a plan, not items) are none.
-_SUBJECT = re.compile(r"\b[a-z][a-z_-]*?(?:[-_]\d+|\d{2,})\b|\b[a-z]{3,}\d\b", re.ASCII)
+_SUBJECT = re.compile(r"\b[a-z][a-z_-]*\d+\b", re.ASCII)
 # Names with a number that are units, versions and percentiles, not items.
 _NO_SUBJECT_NAMES = re.compile(r"(?:p\d+|sha\d+|md\d+|x86_64|amd64|arm64|ipv\d+|utf\d+|base\d+|int\d+|uint\d+|float\d+|py\d+|python\d+|win\d+|iso\d+|rfc\d+|h\d+|http\d|gpt\d|mp\d|tls\d|oauth\d)$")
 _NO_SUBJECTS: frozenset[str] = frozenset()
+
+
+def _subjects(text: str) -> frozenset[str]:
+    """The items a message (lowercased) is about, in its first 600 characters: names that end in
+    a number (see :func:`_is_subject`)."""
+    head = text[:600]
+    if _DIGIT_SET.isdisjoint(head):
+        return _NO_SUBJECTS
+    return frozenset([name for name in _SUBJECT.findall(head) if _is_subject(name)])
+
+
+def _is_subject(name: str) -> bool:
+    """Whether a name that ends in a number (see _SUBJECT) names an item: a separator before the
+    number, two digits or three letters before one, and no unit, version or percentile."""
+    digits = len(name) - len(name.rstrip("0123456789"))
+    letters = name[:-digits]
+    return (letters[-1] in "-_" or digits >= 2 or len(letters) >= 3) and _NO_SUBJECT_NAMES.match(name) is None
 _DIGIT_SET = frozenset("0123456789")
 
 
@@ -1104,12 +1121,19 @@ class _Said:
 
     def __init__(self, window: int) -> None:
         self.words: deque[frozenset[str]] = deque(maxlen=window)
-        self.subjects: deque[frozenset[str]] = deque(maxlen=window)  # the names with numbers each message is about
+        self.subjects: deque[frozenset[str] | None] = deque(maxlen=window)  # the items each message is about, once read
         self.texts: deque[str] = deque(maxlen=window)  # their heads, read for announcements only when needed
         # Each message's stems (all its words, and those but the announcing words), once needed.
         self.stems: deque[tuple[frozenset[str], frozenset[str]] | None] = deque(maxlen=window)
         self.rewordings = 0
         self.in_a_row = 0
+
+    def subjects_of(self, index: int) -> frozenset[str]:
+        """The items message ``index`` is about (see :func:`_subjects`), read once."""
+        found = self.subjects[index]
+        if found is None:
+            found = self.subjects[index] = _subjects(self.texts[index])
+        return found
 
     def stemmed(self, index: int) -> tuple[frozenset[str], frozenset[str]]:
         """The stems of message ``index`` (see :func:`_stems`), computed once."""
@@ -1233,15 +1257,17 @@ class NearDuplicate:
         said.in_a_row = said.in_a_row + 1 if self._last_speaker == speaker else 1
         self._last_speaker = speaker
         words = _message_words(text)
-        head = text[:600]
-        subjects = frozenset([name for name in _SUBJECT.findall(head) if _NO_SUBJECT_NAMES.match(name) is None]) if not _DIGIT_SET.isdisjoint(head) else _NO_SUBJECTS
+        subjects = None  # (read only when a rewording is in question: a scan of the message)
         if len(words) >= MESSAGE_WORDS:
-            # A report about another item ("Checked web-02: ...", "Sample S02: ...") is no
-            # rewording of the one before, however alike their words.
-            alike = [
-                index for index, earlier in enumerate(said.subjects) if not subjects or not earlier or not subjects.isdisjoint(earlier)
-            ]
-            overlap = max((_jaccard(said.words[index], words) for index in alike), default=0.0)
+            overlaps = [_jaccard(earlier, words) for earlier in said.words]
+            alike: Sequence[int] = range(len(overlaps))
+            if overlaps and (max(overlaps) >= MONOLOGUE_OVERLAP or said.in_a_row >= self._repeats):
+                # A report about another item ("Checked web-02: ...", "Sample S02: ...") is no
+                # rewording of the one before, however alike their words.
+                subjects = _subjects(text)
+                if subjects:
+                    alike = [index for index in alike if not (earlier := said.subjects_of(index)) or not subjects.isdisjoint(earlier)]
+            overlap = max((overlaps[index] for index in alike), default=0.0)
             # A message rewords an earlier one, or, deep in a monologue, says much the same thing
             # again (paraphrases of one plan share few words; sections of a write-up share fewer),
             # or announces again what an earlier announcement said it would do (a restated plan
@@ -1267,7 +1293,7 @@ class NearDuplicate:
         else:
             rewords = False
         said.words.append(words)
-        said.subjects.append(subjects)
+        said.subjects.append(subjects)  # (None: read from the text when a later message asks)
         said.texts.append(text[:_ANNOUNCEMENT_READ])
         said.stems.append(None)
         record.repeats_known = rewords
