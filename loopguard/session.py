@@ -264,6 +264,7 @@ class Session:
             self.user_message = _text(text, "")
             self._no_progress.reset_turn(self._memory)
             self._near_duplicate.news()
+            self._cycle.news()
             self._stale = None
 
     def before_call(self, call: ToolCall) -> Decision:

@@ -209,8 +209,12 @@ def test_an_exploration_replayed_after_a_condensation(policy, tmp_path: Path) ->
     summary = step("memory_summarize", {"strategy": "rolling"}, "Summary: 187 guest orders are dropped by the inner join; next, change it to a left join.", agent="memory")
     steps = _exploration() + [summary] + _exploration() + [summary] + _exploration()
     report = replay(policy, tmp_path, steps)
-    assert first(report) == (10, "stop")
-    assert "cycle/replayed_sequence" in signals_at(report, 10)
+    # The whole round made again: the second summary completes it.
+    assert first(report) == (11, "stop")
+    assert "cycle/replayed_sequence" in signals_at(report, 11)
+    # The same round run again because the user asked for it is the user's request.
+    asked = _exploration() + [step(None, output="I changed the join myself; run the same checks again please.", agent="user")] + _exploration()
+    assert first(replay(policy, tmp_path, asked)) is None
     # The same checks after an edit, which they show took effect: the fix verified.
     edit = step("edit_file", {"path": "models/marts/fct_orders.sql", "old": "inner join", "new": "left join"}, "applied 1 edit")
     after = _exploration()
@@ -235,4 +239,14 @@ def test_a_page_asked_for_again_with_its_cursor_is_no_progress(policy, tmp_path:
         steps += [step("s3_list_objects_v2", listing, page(request_id)), step("append_manifest", {"manifest": "s3://staging/manifest.jsonl", "from_listing": f"page-{number + 3}"}, {"appended": 1000, "rows_total": 3000 + 1000 * number})]
     report = replay(policy, tmp_path, steps)
     assert first(report) == (4, "stop")
-    assert "no_progress/same_page" in signals_at(report, 2)
+    # The third copy of the page: one more fetch (to redo what failed after it) is healthy.
+    assert "no_progress/same_page" in signals_at(report, 4) and "no_progress/same_page" not in signals_at(report, 2)
+
+
+def test_a_message_from_the_user_in_the_step_format_starts_a_turn(tmp_path: Path) -> None:
+    from loopguard.traces.steps import parse_step
+    from loopguard.traces.model import AgentMessage, UserMessage
+
+    assert [type(item) for item in parse_step({"agent": "user", "output": "run the checks again"}, 0)] == [UserMessage]
+    assert [type(item) for item in parse_step({"agent": "Human", "output": "thanks"}, 1)] == [UserMessage]
+    assert [type(item) for item in parse_step({"agent": "planner", "output": "I will check"}, 2)] == [AgentMessage]

@@ -564,6 +564,10 @@ def test_a_method_from_another_language_gets_its_python_spelling(condition: str,
         ("    when: \"call.arguments.get('amount', 0) > 100\"\n", None),
         ("    when: \"call.arguments['amount'] > 100\"\n    on_error: allow\n", None),
         ("    match: \"starts_with(tool, 'update_') && length(arguments) > `2`\"\n", None),
+        # Guarded: the field or the key is tested before it is read.
+        ("    match: \"arguments.url && starts_with(arguments.url, 'http://')\"\n", None),
+        ("    when: \"'amount' in call.arguments and call.arguments['amount'] > 100\"\n", None),
+        ("    when: \"call.arguments['amount'] > 100 if 'amount' in call.arguments else False\"\n", None),
     ],
 )
 def test_an_expression_that_fails_for_a_call_without_an_argument_is_a_warning(tmp_path: Path, expression: str, expected: str | None) -> None:

@@ -27,6 +27,10 @@ class Cycle:
         # came back at that lag (a sequence made again: see _replayed).
         self._lag = 0
         self._lag_run = 0
+        # The index of the turn's first call, and of the call after the latest: a round whose
+        # calls were made before the user's latest message is made again at the user's request.
+        self._turn_start = 0
+        self._next_index = 0
         self.reconfigure(config)
 
     def reconfigure(self, config: CycleDetector) -> None:
@@ -46,11 +50,12 @@ class Cycle:
         keys.append(key)
         self._tools.append(signature.tool)
         read_at = record.stats.read_at
-        if read_at >= 0 and record.tool_kind != "wait":  # (a round with a deliberate wait in it is a poll)
+        self._next_index = record.index + 1
+        if read_at >= self._turn_start and record.tool_kind != "wait":  # (a round with a deliberate wait in it is a poll)
             lag = record.index - read_at
             if lag == self._lag:
                 self._lag_run += 1
-                if self._lag_run >= REPLAYED_CALLS and lag > self.config.max_period and self._active:
+                if self._lag_run >= max(REPLAYED_CALLS, lag) and lag > self.config.max_period and self._active:
                     return self._replayed(record, memory, lag)
             else:
                 self._lag, self._lag_run = lag, 1
@@ -85,11 +90,17 @@ class Cycle:
         return None
 
 
+    def news(self) -> None:
+        """A user message: a round made again after it is the user's request, not a replay."""
+        self._lag = self._lag_run = 0
+        self._turn_start = self._next_index
+
     def _replayed(self, record: CallRecord, memory: RunMemory, lag: int) -> Signal | None:
-        """A sequence made again: the last :data:`REPLAYED_CALLS` calls (or more) each made
-        again ``lag`` calls after it was made before, in the same order, longer than the
-        periods checked call by call (an agent that redoes its exploration after its context
-        was condensed). Only when the replayed calls before it brought nothing new (their
+        """A sequence made again: a whole round of ``lag`` calls (at least :data:`REPLAYED_CALLS`),
+        each made again ``lag`` calls after it was made before, in the same order, longer than
+        the periods checked call by call (an agent that redoes its exploration after its context
+        was condensed). A round with a new call in it each time (references read before each
+        item, then the item) is never made again whole. Only when the replayed calls before it brought nothing new (their
         results in a row were stale: a round of checks run again after the user power-cycled the
         modem brings changed answers), not while the call's answers advance, not once something
         was written since the call's previous answer (checks run again after a fix verify it),

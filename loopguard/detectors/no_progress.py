@@ -58,8 +58,16 @@ _WHAT = {
 
 #: Laps in a row, each looking elsewhere than the one before, after which the same answer
 #: again is no progress: the fourth same answer. (A third came too early for a policy or a
-#: status re-read before each of three questions, each needing another tool.)
+#: status re-read before each of three questions, each needing another tool. A fifth would
+#: spare a `git status` re-read four times between productive lookups, and come too late for
+#: every interleaved re-read the blind rounds wrote.)
 LAPS_ELSEWHERE = 2
+
+
+#: Pages in a row got again for the same cursor after which paging does not advance: the
+#: third copy (a page fetched once more, to redo what failed after it or to check a write, is
+#: healthy).
+SAME_PAGES = 2
 
 
 def _looks_elsewhere(record: CallRecord, memory: RunMemory) -> bool:
@@ -472,7 +480,7 @@ class NoProgress:
                 memory.novel_results += 1
         # (An agent's own message that is new is no news from the world: the streak holds.)
 
-        if kind == "same_page" and self._active and memory.stale_streak < self.patience:
+        if kind == "same_page" and self._active and memory.stale_streak < self.patience and stats.stale_results >= SAME_PAGES:
             message = f"{describe(record)} asked for the page it had asked for before, with the same cursor, and got the same page"
             return Signal(self.name, kind, self.config.weight, message, {"call": record.index, "stale_results": stats.stale_results}), stale
         if kind == "same_answer_between" and self._active and memory.stale_streak < self.patience:

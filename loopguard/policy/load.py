@@ -983,8 +983,11 @@ def _check_missing_field(problems: _Problems, node: Node) -> None:
         children = current.get("children") or []
         if current.get("type") == "function_expression" and current.get("value") in _NULL_FAILING_FUNCTIONS and children:
             subject = _field_path(children[0])
-            if subject is not None and subject not in ("tool", "arguments"):  # (the call always has these)
+            # (the call always has tool and arguments; a field named twice is tested first:
+            # "arguments.url && starts_with(arguments.url, ...)")
+            if subject is not None and subject not in ("tool", "arguments") and node.value.count(subject) == 1:
                 function = current["value"]
+                subject = subject if len(subject) <= 60 else f"{subject[:57]}..."
                 problems.add(
                     _inside(node, None),
                     codes.MISSING_ARGUMENT,
@@ -1024,6 +1027,9 @@ def _check_missing_argument(problems: _Problems, node: Node) -> None:
             and found.value.value.id == "call"
         ):
             key = found.slice.value
+            if text.count(repr(key)) + text.count(f'"{key}"') > 1:
+                continue  # the key is tested too ("'amount' in call.arguments and ..."): guarded
+            key = key if len(key) <= 60 else f"{key[:57]}..."
             offset = None if "\n" in text else character_column(text, found.col_offset) + len(node.value) - len(node.value.lstrip())
             problems.add(
                 _inside(node, offset),

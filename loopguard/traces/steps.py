@@ -57,6 +57,8 @@ CALLER_KEYS = ("caller", "from", "from_agent")
 AGENT_KEYS = ("agent", "agent_name")
 ID_KEYS = ("id", "call_id", "tool_call_id")
 USER_KEYS = ("user", "user_message")
+#: Agent names of a message without a tool call that are the user's: ``{"agent": "user", "output": "..."}``.
+USER_AGENTS = frozenset({"user", "human"})
 
 _ABSENT = object()
 KNOWN_KEYS = frozenset((*TOOL_KEYS, *ARGS_KEYS, *OUTPUT_KEYS, *ERROR_KEYS, *CALLER_KEYS, *AGENT_KEYS, *ID_KEYS, *USER_KEYS, "usage"))
@@ -226,6 +228,9 @@ def parse_step(step: Any, index: int) -> list[TraceItem]:
         # call would be dropped silently: its tool key is missing or misspelt.
         others = ", ".join(repr(key) for key in TOOL_KEYS[1:])
         raise MalformedTrace(location, f"has {stray!r} but no {TOOL_KEYS[0]!r} (or {others})")
+    elif caller is None and output is not None and agent is not None and agent.strip().lower() in USER_AGENTS:
+        # A message "from" the user or a human: a new turn, as a "user" key says.
+        items.append(UserMessage(text=message_text(output), step=index))
     elif caller is None and output is not None:
         items.append(AgentMessage(agent=agent, text=message_text(output), step=index))
     elif not items:
