@@ -235,7 +235,6 @@ def _option_or_value(words: list[str], index: int) -> bool:
     return len(before) == 2 or not word.replace("-", "").isalpha()
 
 
-
 #: Commands that only set up the shell for the command after them (cd DIR && make).
 _SETUP_COMMANDS = frozenset({"cd", "pushd", "export", "source", ".", "set", "ulimit", "umask"})
 #: Command-line tools whose first word after the program says what they do (kubectl logs).
@@ -243,7 +242,7 @@ _SUBCOMMAND_PROGRAMS = frozenset(
     "kubectl oc git docker podman aws gcloud gsutil az gh glab terraform tofu helm npm yarn pnpm cargo go pip pip3 "
     "systemctl brew apt apt-get dnf yum conda poetry uv dotnet heroku flyctl vercel firebase supabase stripe vault "
     "consul nomad eksctl istioctl argocd oci doctl hcloud openstack snap adb xcrun bq dbt airflow ansible-galaxy "
-    "composer bundle rails rake mix dotnet kafka-topics redis-cli wrangler".split()
+    "composer bundle rails rake mix kafka-topics redis-cli wrangler".split()
 )
 
 

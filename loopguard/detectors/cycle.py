@@ -89,7 +89,6 @@ class Cycle:
                 )
         return None
 
-
     def news(self) -> None:
         """A user message: a round made again after it is the user's request, not a replay."""
         self._lag = self._lag_run = 0
@@ -100,13 +99,13 @@ class Cycle:
         each made again ``lag`` calls after it was made before, in the same order, longer than
         the periods checked call by call (an agent that redoes its exploration after its context
         was condensed). A round with a new call in it each time (references read before each
-        item, then the item) is never made again whole. Only when the replayed calls before it brought nothing new (their
-        results in a row were stale: a round of checks run again after the user power-cycled the
-        modem brings changed answers), not while the call's answers advance, not once something
-        was written since the call's previous answer (checks run again after a fix verify it),
-        not across a deliberate wait (a round with a sleep in it is a poll), and not for a call
-        that writes or acts (a round of changes made again is the repeat detector's and
-        no_progress's to judge)."""
+        item, then the item) is never made again whole. Only when the replayed calls before it
+        brought nothing new (their results in a row were stale: a round of checks run again
+        after the user power-cycled the modem brings changed answers), not while the call's
+        answers advance, not once something was written since the call's previous answer
+        (checks run again after a fix verify it), not across a deliberate wait (a round with a
+        sleep in it is a poll), and not for a call that writes or acts (a round of changes made
+        again is the repeat detector's and no_progress's to judge)."""
         stats = record.stats
         if stats.acts or memory.writes != stats.writes_at_result or memory.stale_streak < REPLAYED_CALLS - 1 or _advancing(memory, record.signature.key):
             return None

@@ -72,7 +72,7 @@ _NEVER_PAGES = frozenset({"write", "handoff", "think", "wait"})
 #: lengths differ by up to 64 characters in all cannot shift what is read).
 _ALIGNED_HEAD, _ALIGNED_END = MAX_COMPARED - 64, END_KEPT - 64
 #: The same for a paging sequence's page, whose position fields and stamps differ by a few
-#: characters (Observation.middle_from_end reaches as far as this end's start).
+#: characters (Observation.middle, read back from the end, reaches as far as this end's start).
 _RANGE_ALIGNED_HEAD, _RANGE_ALIGNED_END = MAX_COMPARED - 64, END_KEPT - 64
 #: Tools whose recent calls, previous call and cursor pages are remembered.
 _TOOLS_REMEMBERED = 256
@@ -1088,7 +1088,7 @@ _NO_SUBJECTS: frozenset[str] = frozenset()
 def _subjects(text: str) -> frozenset[str]:
     """The items a message (lowercased) is about, in its first 600 characters: names that end in
     a number (see :func:`_is_subject`)."""
-    head = text[:600]
+    head = text[:_ANNOUNCEMENT_READ]  # (what _Said keeps of each message)
     if _DIGIT_SET.isdisjoint(head):
         return _NO_SUBJECTS
     return frozenset([name for name in _SUBJECT.findall(head) if _is_subject(name)])
@@ -1100,6 +1100,8 @@ def _is_subject(name: str) -> bool:
     digits = len(name) - len(name.rstrip("0123456789"))
     letters = name[:-digits]
     return (letters[-1] in "-_" or digits >= 2 or len(letters) >= 3) and _NO_SUBJECT_NAMES.match(name) is None
+
+
 _DIGIT_SET = frozenset("0123456789")
 
 

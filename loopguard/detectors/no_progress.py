@@ -419,25 +419,19 @@ class NoProgress:
                 repeated_output == _FROM_OTHER_CALL and (stats.results > 0 or not _acknowledges(record, observation))
             )
             stats.identical_pending = 0
-            if repeated_output == _FROM_SAME_CALL and environment and memory.writes == stats.writes_at_result:
-                counted_laps = True
-                if _looks_elsewhere(record, memory):
+            if repeated_output == _FROM_SAME_CALL and environment:
+                if memory.writes == stats.writes_at_result:
+                    counted_laps = True
+                    if _looks_elsewhere(record, memory):
+                        own_stale = True
+                        kind = "same_answer_between"
+                if kind == "same_output" and record.tool_kind != "poll" and "[]" not in observation.text and sends_cursor(record.signature.arguments):
+                    # The page asked for again with the cursor it was asked with before, and the same
+                    # items again: paging that does not advance (a cursor not followed, or handed back
+                    # unchanged), whatever was done with the page between. (A stream tailed with the
+                    # token it handed back answers an empty list until new lines come: a poll.)
                     own_stale = True
-                    kind = "same_answer_between"
-            if (
-                repeated_output == _FROM_SAME_CALL
-                and kind == "same_output"
-                and environment
-                and record.tool_kind != "poll"
-                and "[]" not in observation.text
-                and sends_cursor(record.signature.arguments)
-            ):
-                # The page asked for again with the cursor it was asked with before, and the same
-                # items again: paging that does not advance (a cursor not followed, or handed back
-                # unchanged), whatever was done with the page between. (A stream tailed with the
-                # token it handed back answers an empty list until new lines come: a poll.)
-                own_stale = True
-                kind = "same_page"
+                    kind = "same_page"
 
         if not counted_laps:
             stats.laps = None
@@ -484,7 +478,9 @@ class NoProgress:
             message = f"{describe(record)} asked for the page it had asked for before, with the same cursor, and got the same page"
             return Signal(self.name, kind, self.config.weight, message, {"call": record.index, "stale_results": stats.stale_results}), stale
         if kind == "same_answer_between" and self._active and memory.stale_streak < self.patience:
-            answers = stats.laps[1] + 2 if stats.laps is not None else 3  # the first answer, and one per lap
+            laps = stats.laps
+            assert laps is not None  # (_looks_elsewhere set them)
+            answers = laps[1] + 2  # the first answer, and one per lap
             message = f"{describe(record)} gave the same answer {answers} times in a row, with nothing written since and other lookups between"
             return Signal(self.name, kind, self.config.weight, message, {"call": record.index, "stale_results": answers - 1}), stale
         if not self._active or (memory.stale_streak < self.patience and in_group < self.patience):

@@ -59,6 +59,11 @@ class CompiledMatch:
     text: str
     _compiled: Any = field(repr=False, compare=False)
 
+    @property
+    def tree(self) -> dict[str, Any]:
+        """The expression's parse tree, as JMESPath gives it (``{"type", "value", "children"}``)."""
+        return self._compiled.parsed
+
     def search(self, document: Mapping[str, Any]) -> Any:
         # ParsedResult.search builds a new interpreter (and its function table) on every
         # call; the interpreter keeps no state between searches, so one is shared.
@@ -233,6 +238,11 @@ class CompiledCondition:
     #: For each root name, the attributes the condition reads (``run.cost_usd`` → ``{"run": {"cost_usd"}}``),
     #: or ``None`` for a root it uses whole; lets the session build only what is read.
     attributes: dict[str, frozenset[str] | None] = field(default_factory=dict, compare=False)
+
+    @property
+    def tree(self) -> ast.AST:
+        """The condition's Python syntax tree (offsets count from its first non-blank character)."""
+        return self._tree
 
     def evaluate(self, names: Mapping[str, Any]) -> Any:
         evaluator = _evaluator()

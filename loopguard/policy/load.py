@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
-import jmespath
 import yaml
 from pydantic import BaseModel, ValidationError
 
@@ -928,10 +927,12 @@ def _check_expressions(root: Node, problems: _Problems) -> None:
         match = rule.value.get("match")
         if match is not None and isinstance(match.value, str):
             try:
-                compile_match(match.value)
+                compiled_match = compile_match(match.value)
             except ExpressionError as error:
                 problems.add(_inside(match, error.offset), codes.BAD_JMESPATH, error.message, error.hint)
             else:
+                if not _allows_on_error(rule):
+                    _check_missing_field(problems, match, compiled_match.tree)
                 quoted = _QUOTED_COMPARISON.search(match.value)
                 if quoted is not None:
                     name = quoted.group(1)
@@ -943,12 +944,10 @@ def _check_expressions(root: Node, problems: _Problems) -> None:
                         severity="warning",
                     )
             _check_control_characters(problems, match, python_strings=False)
-            if not _allows_on_error(rule):
-                _check_missing_field(problems, match)
         when = rule.value.get("when")
         if when is not None and isinstance(when.value, str):
             try:
-                compile_condition(when.value)
+                compiled_condition = compile_condition(when.value)
             except ExpressionError as error:
                 text = when.value
                 offset = error.offset
@@ -958,7 +957,7 @@ def _check_expressions(root: Node, problems: _Problems) -> None:
             else:
                 _check_control_characters(problems, when, python_strings=True)
                 if not _allows_on_error(rule):
-                    _check_missing_argument(problems, when)
+                    _check_missing_argument(problems, when, compiled_condition.tree)
 
 
 def _allows_on_error(rule: Node) -> bool:
@@ -970,13 +969,9 @@ def _allows_on_error(rule: Node) -> bool:
 _NULL_FAILING_FUNCTIONS = frozenset({"starts_with", "ends_with", "contains", "length"})
 
 
-def _check_missing_field(problems: _Problems, node: Node) -> None:
-    """LG905 in a ``match``: a string function of a field the call may not have
-    (``starts_with(arguments.url, ...)`` fails for a call without ``url``)."""
-    try:
-        tree = jmespath.compile(node.value).parsed
-    except Exception:
-        return
+def _check_missing_field(problems: _Problems, node: Node, tree: dict[str, Any]) -> None:
+    """LG905 in a ``match`` (``tree``, its compiled parse tree): a string function of a field
+    the call may not have (``starts_with(arguments.url, ...)`` fails for a call without ``url``)."""
     pending = [tree]
     while pending:
         current = pending.pop()
@@ -1009,13 +1004,10 @@ def _field_path(node: dict[str, Any]) -> str | None:
     return None
 
 
-def _check_missing_argument(problems: _Problems, node: Node) -> None:
-    """LG905 in a ``when``: ``call.arguments['amount']`` fails for a call without ``amount``."""
+def _check_missing_argument(problems: _Problems, node: Node, tree: ast.AST) -> None:
+    """LG905 in a ``when`` (``tree``, its compiled syntax tree): ``call.arguments['amount']``
+    fails for a call without ``amount``."""
     text = node.value.strip()
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:
-        return
     for found in ast.walk(tree):
         if (
             isinstance(found, ast.Subscript)
