@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     check = commands.add_parser("check", help="validate policy files", description="Validate policy files; exit 1 when any has problems.")
-    check.add_argument("policies", nargs="*", metavar="POLICY", help="policy file or builtin:NAME (default: ./loopguard.yml)")
+    check.add_argument("policies", nargs="*", metavar="POLICY", help="policy file or builtin:NAME (default: ./loopguard.yml, or ./loopguard.yaml)")
     which = check.add_mutually_exclusive_group()
     which.add_argument("--profile", help="validate the base policy and this profile's effective policy only (default: every profile)")
     which.add_argument("--all-profiles", action="store_true", help="validate every profile's effective policy (the default; kept for scripts)")
@@ -95,10 +95,11 @@ def _check(args: argparse.Namespace) -> int:
     out: TextIO = sys.stdout
     reports: list[dict[str, Any]] = []
     io_failed = False
-    # No policy named: the one replay would use, ./loopguard.yml (a missing one is an I/O error).
-    from .traces.cli import DEFAULT_POLICY_FILE
+    # No policy named: the file replay would use, ./loopguard.yml or ./loopguard.yaml (with
+    # neither, a missing loopguard.yml is an I/O error).
+    from .policy.load import DEFAULT_POLICY_FILE, default_policy_file
 
-    for source in args.policies or [DEFAULT_POLICY_FILE]:
+    for source in args.policies or [default_policy_file() or DEFAULT_POLICY_FILE]:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -183,8 +183,6 @@ BLIND_EXCEPTIONS = {
     # Round 10 (all the kinds, written after the round-9 fixes):
     # The identical failing query a second time, one step before the window (the rule).
     "b10s-sql-dag-listtables-3cycle": "premature",
-    # Reworded searches with zero hits stay a warning (as b8s-kb-reworded-zero-hits).
-    "b10s-kb-search-reworded-empty": "missed",
     # A 403 retried with another value-input option and the range written three ways
     # (Sheet1!A1:F4, 'Sheet1'!A1:F4, A1:F4): read as writes of other things.
     "b10s-sheets-403-range-variants": "missed",
@@ -214,9 +212,6 @@ BLIND_EXCEPTIONS = {
     # The second identical pull failure after a stash and pop that changed nothing, with the
     # stash answering what it answered before: a replan one step before the window.
     "b8s-git-pull-stash-pop-cycle": "premature",
-    # Different wordings of one question, each with zero hits: only a warning (a search that
-    # rewords its query after empty answers is also how healthy searching goes on).
-    "b8s-kb-reworded-zero-hits": "missed",
     # Round 7 (coding loops, paging and long polls, written against the round-6 fixes):
     # A redelivered message with a new receipt handle and receive count each time: new text.
     "b7-stuck-sqs-message-never-deleted": "missed",

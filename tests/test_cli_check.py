@@ -189,6 +189,10 @@ def test_check_without_a_policy_checks_the_one_replay_would_use(tmp_path: Path, 
     assert main(["check"]) == 2
     captured = capsys.readouterr()
     assert (captured.err, captured.out) == ("loopguard.yml:1:1: LG100: cannot read policy file: No such file or directory\n", "1 problem in 1 of 1 policy\n")
+    (tmp_path / "loopguard.yaml").write_text("version: 1\nmode: observe\n")
+    (tmp_path / "loopguard.yaml").chmod(0o644)
+    assert main(["check"]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"loopguard.yaml: ok (revision {load_policy(tmp_path / 'loopguard.yaml').revision})", "1 policy ok"]
     (tmp_path / "loopguard.yml").write_text("version: 1\n")
     (tmp_path / "loopguard.yml").chmod(0o644)
     assert main(["check"]) == 0

@@ -205,8 +205,10 @@ def test_writable_policy_warns(tmp_path: Path) -> None:
 def test_default_policy_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert default_policy_path() == "builtin:default"
+    write(tmp_path, "loopguard.yaml", "version: 1\n")
+    assert default_policy_path() == "loopguard.yaml"  # the other spelling of the extension
     write(tmp_path, "loopguard.yml", "version: 1\n")
-    assert default_policy_path() == "loopguard.yml"
+    assert default_policy_path() == "loopguard.yml"  # first when both are there
     assert os.path.exists(default_policy_path())
 
 

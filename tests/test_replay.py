@@ -301,6 +301,8 @@ def test_cli_usage_error_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_default_policy_prefers_local_file(tmp_path: Path) -> None:
     assert default_policy_source(tmp_path) == "builtin:default"
+    (tmp_path / "loopguard.yaml").write_text("version: 1\n")
+    assert default_policy_source(tmp_path) == str(tmp_path / "loopguard.yaml")
     (tmp_path / "loopguard.yml").write_text("version: 1\n")
     assert default_policy_source(tmp_path) == str(tmp_path / "loopguard.yml")
 

@@ -64,6 +64,12 @@ ANSWERS_REMEMBERED, ANSWERS_COUNTED = 256, 16
 #: Words a call's text must share with one of the calls that got the same answer (over the
 #: smaller word set) to be read as a rewording of it.
 ANSWER_OVERLAP = 0.25
+#: Differently worded calls of one question in a row that all got an empty answer, the
+#: first included, that make a ``reworded_call`` signal: on top of ``repeats``, since a search
+#: reworded after an empty answer is also how healthy searching goes on.
+EMPTY_REWORDINGS_EXTRA = 1
+#: Questions whose empty answers are followed (bounded: structures come from the agent).
+EMPTY_QUESTIONS_REMEMBERED = 32
 #: Page digests kept per tool that follows cursors (to tell a page already read).
 PAGES_REMEMBERED = 64
 #: Kinds whose calls never page.
@@ -1176,6 +1182,9 @@ class NearDuplicate:
         self._range_pages: BoundedMap[int, _Pages] = BoundedMap(_TOOLS_REMEMBERED)
         # The calls that got each answer of calls with text arguments (see _same_answer).
         self._answers: BoundedMap[int, _Answer] = BoundedMap(ANSWERS_REMEMBERED)
+        # The latest differently worded calls in a row, per structure, that got empty answers
+        # (see _empty_answer).
+        self._empty_answers: BoundedMap[tuple[Any, ...], _Answer] = BoundedMap(EMPTY_QUESTIONS_REMEMBERED)
 
     def reconfigure(self, config: NearDuplicateDetector) -> None:
         self.config = config
@@ -1339,6 +1348,14 @@ class NearDuplicate:
             shape = record.stats.arguments_shape
             if shape is not None and shape.words and shape.span is None:
                 signal = self._same_answer(record, shape, observation)
+        elif observation.empty and not observation.error:
+            shape = record.stats.arguments_shape
+            if shape is not None and shape.words and shape.span is None:
+                signal = self._empty_answer(record, shape)
+        if self._empty_answers and not (observation.empty and not observation.error):
+            shape = record.stats.arguments_shape
+            if shape is not None and shape.words:
+                self._empty_answers.pop(shape.structure, None)  # an answer at last: the question was worth rewording
         if changed:
             self._changes += 1  # an edit: what was read may read otherwise now
             if self._range_pages:
@@ -1392,6 +1409,44 @@ class NearDuplicate:
             "reworded_call",
             self._weight,
             f"{record.tool} got the same answer to {len(calls)} differently worded calls",
+            {"call": record.index, "similar_calls": len(calls)},
+        )
+
+    def _empty_answer(self, record: CallRecord, shape: _Shape) -> Signal | None:
+        """A call with text arguments got an empty answer: ``repeats`` + 1 differently worded
+        calls of one question in a row (the same tool and other arguments, each sharing a
+        quarter of its words with an earlier one, naming nothing new, no state changed between)
+        that all got empty answers make a ``reworded_call`` signal: a help-centre search
+        reworded again and again that finds nothing. A text naming something new (a number
+        such as an order or model, or a capitalised name inside it) is another item: a search
+        for each of several customers that finds none of them is a fan-out."""
+        if not COMMAND_ARGUMENT_NAMES.isdisjoint(shape.structure[2]):
+            return None  # other commands are other questions
+        key = record.signature.key
+        names = _named_items(record.signature.arguments, shape.structure[2])
+        streak = self._empty_answers.get(shape.structure)
+        if (
+            streak is None
+            or streak.changes != self._changes
+            or not names <= streak.names  # type: ignore[operator]
+            or not any(_overlap(words, shape.words) >= ANSWER_OVERLAP for words in streak.words)
+        ):
+            streak = _Answer(key, shape.words, self._changes, "")
+            streak.names = names
+            self._empty_answers.put(shape.structure, streak)
+            return None
+        calls = streak.calls
+        if key in calls or len(calls) >= ANSWERS_COUNTED:
+            return None  # the same call again: the repeat detector's and no_progress's own case
+        calls.add(key)
+        streak.words.append(shape.words)
+        if not self._active or len(calls) < self._repeats + EMPTY_REWORDINGS_EXTRA:
+            return None
+        return Signal(
+            self.name,
+            "reworded_call",
+            self._weight,
+            f"{record.tool} found nothing for {len(calls)} differently worded calls of one question in a row",
             {"call": record.index, "similar_calls": len(calls)},
         )
 
@@ -1529,8 +1584,10 @@ class NearDuplicate:
         )
 
     def news(self) -> None:
-        """A user message: the agent's earlier messages no longer count as said since the last news."""
+        """A user message: the agent's earlier messages no longer count as said since the last
+        news, and a question reworded after it is asked with what the user said."""
         self._messages.clear()
+        self._empty_answers.clear()
 
     def _read(self, record: CallRecord) -> _Shape:
         """What the arguments of a call with this signature say (``_PLAIN`` or their shape)."""
@@ -1599,7 +1656,7 @@ class _Answer:
     """The calls of one tool that got one answer (see ``NearDuplicate._same_answer``), the
     words of their texts, and the run's state change count ``changes`` when it was first got."""
 
-    __slots__ = ("calls", "words", "changes", "body", "unstamped")
+    __slots__ = ("calls", "words", "changes", "body", "unstamped", "names")
 
     def __init__(self, call: int, words: frozenset[str], changes: int, body: str) -> None:
         self.calls = {call}
@@ -1607,6 +1664,25 @@ class _Answer:
         self.changes = changes
         self.body = body  # the first answer as _answer_body reads it
         self.unstamped: str | None = None  # the body without response stamps, once another answer looks alike
+        self.names: frozenset[str] = frozenset()  # what the first of empty answers' texts names (see _named_items)
+
+
+# What a text names: words with a digit ("X-200", "INV-88213", "2FA") and capitalised words
+# after its first ("Jürgen", "Okta"); words in capitals ("SSO", "MFA") are terms, not names.
+_NAMED_ITEM = re.compile(r"[\w-]*\d[\w-]*|(?<=\S\s)[^\W\d_a-z][^\W\d_A-Z]+")
+
+
+def _named_items(arguments: Any, text_keys: tuple[str, ...]) -> frozenset[str]:
+    """The items the text arguments ``text_keys`` of ``arguments`` name, lowercased (see ``_NAMED_ITEM``)."""
+    names: set[str] = set()
+    for key in text_keys:
+        value = arguments.get(key)
+        if type(value) is str:
+            names.update(name.lower() for name in _NAMED_ITEM.findall(value[:_NAMES_READ]))
+    return frozenset(names)
+
+
+_NAMES_READ = 500  # characters of a text argument read for names
 
 
 #: A relevance score in a lowercased answer ("score": 12.41, _score=0.87, "distance": "0.21"):

@@ -58,6 +58,8 @@ def _policies_dir() -> Path:
 POLICIES_DIR = _policies_dir()
 #: The policy file ``replay`` and friends use when none is named.
 DEFAULT_POLICY_FILE = "loopguard.yml"
+#: The names a policy is looked for under when none is named, in order.
+DEFAULT_POLICY_FILES = (DEFAULT_POLICY_FILE, "loopguard.yaml")
 
 PathKey = tuple[Any, ...]
 
@@ -375,9 +377,21 @@ def builtin_policies() -> list[str]:
     return sorted(path.stem for path in POLICIES_DIR.glob("*.yml"))
 
 
+def default_policy_file(directory: Path | None = None) -> str | None:
+    """The policy file found in ``directory`` (default: the working directory):
+    ``loopguard.yml``, else ``loopguard.yaml`` (the other spelling of YAML's extension),
+    as a path relative to the working directory when ``directory`` is ``None``; ``None``
+    when there is neither."""
+    for name in DEFAULT_POLICY_FILES:
+        candidate = Path(name) if directory is None else directory / name
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
 def default_policy_path() -> str:
-    """``./loopguard.yml`` when it exists, else ``builtin:default``."""
-    return DEFAULT_POLICY_FILE if Path(DEFAULT_POLICY_FILE).is_file() else f"{BUILTIN_PREFIX}default"
+    """``./loopguard.yml`` (or ``./loopguard.yaml``) when it exists, else ``builtin:default``."""
+    return default_policy_file() or f"{BUILTIN_PREFIX}default"
 
 
 def _check_permissions(path: Path, display: str, problems: _Problems) -> None:

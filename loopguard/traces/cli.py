@@ -52,7 +52,7 @@ def add_replay_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--policy",
         metavar="FILE",
-        help=f"policy file or builtin:NAME (default: ./{DEFAULT_POLICY_FILE} if present, else {DEFAULT_POLICY})",
+        help=f"policy file or builtin:NAME (default: ./{DEFAULT_POLICY_FILE} or ./loopguard.yaml if present, else {DEFAULT_POLICY})",
     )
     parser.add_argument("--profile", metavar="NAME", help="profile of the policy to apply")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
@@ -67,9 +67,10 @@ def add_replay_parser(subparsers: Any) -> None:
 
 
 def default_policy_source(cwd: Path | None = None) -> str:
-    """``./loopguard.yml`` when it exists, else ``builtin:default``."""
-    candidate = (cwd or Path.cwd()) / DEFAULT_POLICY_FILE
-    return str(candidate) if candidate.is_file() else DEFAULT_POLICY
+    """``./loopguard.yml`` (or ``./loopguard.yaml``) when it exists, else ``builtin:default``."""
+    from loopguard.policy.load import default_policy_file
+
+    return default_policy_file(cwd or Path.cwd()) or DEFAULT_POLICY
 
 
 def run_replay(
