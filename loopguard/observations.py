@@ -239,7 +239,7 @@ def _says_empty(stripped: str, ascii_text: bool) -> bool:
     necessary tests run before the whitespace is folded and the regular expression runs:
     ASCII text must start with an empty phrase's first word after its non-word characters;
     other text must hold one ("nothing" and "none" hold "no")."""
-    if stripped in _EMPTY_LITERALS:
+    if stripped in _EMPTY_LITERALS or _nulls_only(stripped):
         return True
     if ascii_text:
         lead = stripped.lstrip(_ASCII_NON_WORD)
@@ -275,13 +275,23 @@ def _zero_rows(stripped: str) -> bool:
 _EMPTY_DATA = frozenset({"[]", "{}", "[[]]", "(nil)", "(empty list or set)", "(empty array)"})
 
 
+def _nulls_only(stripped: str) -> bool:
+    """Whether a stripped text is a row of nulls only: what the AWS CLI prints for a
+    ``--query`` of fields that are not there, with ``--output text`` (``None\tNone``)."""
+    return stripped[:4] in _NULL_WORDS and len(stripped) <= _NULL_ROW_LIMIT and _NULL_WORDS.issuperset(stripped.lower().split())
+
+
+_NULL_WORDS = frozenset({"none", "null", "None", "NULL"})
+_NULL_ROW_LIMIT = 60  # characters of a row of nulls at most
+
+
 def is_empty_data(text: str) -> bool:
     """True when an output that reads as empty is structured data with nothing in it (``[]``,
     ``{"items": []}``, redis-cli's ``(nil)``, an HTTP response whose body is one of those, with
     or without a shell's closing ``[exit code 0]``), as opposed to silence or a sentence: a
     command (``curl``, ``gh api``, ``redis-cli``) that prints it asked for data and got none."""
     stripped = _content(text)
-    if stripped in _EMPTY_DATA:
+    if stripped in _EMPTY_DATA or _nulls_only(stripped):
         return True
     return stripped[:1] == "{" and "[]" in stripped and is_empty_envelope(stripped)
 

@@ -8,6 +8,7 @@ from test_detector_kinds import first, replay, signals_at, step  # noqa: F401  (
 from test_detector_kinds import policy  # noqa: F401
 
 from loopguard.detectors.near_duplicate import _named_items
+from loopguard.observations import observe
 
 NOTHING = '{"hits": [], "total": 0, "took_ms": 12}'
 FOUND = '{"hits": [{"id": "kb-2207", "title": "Recover access when you lose your 2FA device"}], "total": 1, "took_ms": 14}'
@@ -59,3 +60,25 @@ def test_what_a_text_names() -> None:
     assert _named_items(arguments, ("query",)) == frozenset({"x-200", "inv-88213", "jürgen", "maier"})
     # Terms in capitals are not names; neither is the first word, capitalised as a sentence starts.
     assert _named_items({"query": "Reset MFA for SSO users"}, ("query",)) == frozenset()
+
+
+def test_one_command_swept_over_hosts_is_a_fan_out(policy, tmp_path: Path) -> None:
+    hosts = [f"edge-0{number}.{site}.cdn.example.net" for site in ("fra", "ams") for number in (1, 2, 3)]
+    answer = "serial=04A1F93C7D22E8B10F6A55D2C3B18E7E\nnotAfter=Sep  9 23:59:59 2024 GMT"
+    command = "echo | openssl s_client -connect {host}:443 -servername www.example.com 2>/dev/null | openssl x509 -noout -serial -enddate"
+    sweep = [step("bash", {"command": command.format(host=host)}, answer) for host in hosts]
+    assert first(replay(policy, tmp_path, sweep)) is None
+    # The same host asked again and again is no sweep.
+    again = [step("bash", {"command": command.format(host=hosts[0]) + suffix}, answer) for suffix in ("", " ", " | cat", "  | cat", " | head")]
+    assert first(replay(policy, tmp_path, again)) is not None
+
+
+def test_a_row_of_nulls_is_an_empty_answer_and_a_long_poll_may_get_it_again_and_again(policy, tmp_path: Path) -> None:
+    assert [observe(text).empty for text in ("None\tNone", "null null", "None of the above", "None\tNone\tRUNNING")] == [True, True, False, False]
+    receive = {"command": "aws sqs receive-message --queue-url https://sqs.eu-west-1.amazonaws.com/123456789012/job-events --wait-time-seconds 20 --query 'Messages[0].[ReceiptHandle,Body]' --output text"}
+    event = 'AQEB3yJ0s9Lr	{"detail": {"jobId": "1718102231442-x7qk2d", "status": "COMPLETE"}}'
+    steps = [step("bash", receive, "None\tNone") for _ in range(6)] + [step("bash", receive, event)]
+    assert first(replay(policy, tmp_path, steps)) is None
+    # Without the wait it is no long poll: the same empty answer again and again is stuck.
+    plain = {"command": receive["command"].replace("--wait-time-seconds 20 ", "")}
+    assert first(replay(policy, tmp_path, [step("bash", plain, "None\tNone") for _ in range(6)])) is not None

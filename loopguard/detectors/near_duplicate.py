@@ -224,6 +224,7 @@ class _Shape:
     range_keys: tuple[Any, ...] = ()  # the argument keys the range comes from (not for ranges inside a value)
     sequence: int = 0  # digest of the structure: the paging sequence a ranged call belongs to
     options: tuple[tuple[str, str], ...] = ()  # a command's named options and their values (see _command_parts)
+    hosts: frozenset[str] = frozenset()  # the host names a command names (see _HOST)
 
 
 #: The shape of arguments with no text, range, throwaway key or volatile value (see _plain).
@@ -381,6 +382,7 @@ def shape_of(record: CallRecord) -> _Shape:
     text_keys: list[str] = []
     words: set[str] = set()
     options: list[tuple[str, str]] = []
+    hosts: set[str] = set()
     for key in sorted(arguments):
         value = arguments[key]
         if key in range_keys or _kind_of(key).role == _THROWAWAY:
@@ -413,13 +415,16 @@ def shape_of(record: CallRecord) -> _Shape:
             if " " in value.strip() and not is_digest_placeholder(value):
                 text_keys.append(key)
                 words |= _words(value)
-                if key in COMMAND_ARGUMENT_NAMES and "-" in value:
-                    options.extend(_command_parts(value)[0])
+                if key in COMMAND_ARGUMENT_NAMES:
+                    if "-" in value:
+                        options.extend(_command_parts(value)[0])
+                    if "." in value:
+                        hosts.update(host.lower() for host in _HOST.findall(value[:_COMMAND_LIMIT]))
                 continue
         exact.append((key, value if isinstance(value, (str, int, float, bool, type(None))) else repr(_stable(value, 0))[:500]))
     structure = (record.tool, tuple(exact), tuple(text_keys), span is not None)
     if span is None:
-        return _Shape(record.signature.key, structure, frozenset(words), None, options=tuple(options))
+        return _Shape(record.signature.key, structure, frozenset(words), None, options=tuple(options), hosts=frozenset(hosts))
     words_read = frozenset(words)
     # A page number is shown as one ("page 4"), any other range as its bounds ("20–40").
     page = len(range_keys) == 1 and _kind_of(range_keys[0]).role == _PAGE
@@ -463,6 +468,14 @@ def _command_parts(command: str) -> tuple[list[tuple[str, str]], list[str]]:
             taken = False
     return options, rest
 
+
+# A host a command names: after "//", "@" or "=" (a URL, user@host, --host=), or as a word of
+# its own with two dots at least (edge-01.fra.cdn.example.net, www.example.com), before a port,
+# a path, a quote or a space. A file name (nginx.conf, /etc/tls/www.example.com.pem) is none.
+_HOST = re.compile(
+    r"(?:(?<=//)|(?<=@)|(?<==))[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+(?=[:/\s'\"]|$)"
+    r"|(?<![^\s'\"])[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?){2,}(?=[:/\s'\"]|$)"
+)
 
 # An environment assignment before a command: AWS_DEFAULT_REGION=eu-west-1.
 _ASSIGNMENT = re.compile(r"[A-Z_][A-Z0-9_]*=")
@@ -1230,6 +1243,8 @@ class NearDuplicate:
             ):
                 if options and earlier.options and _option_changed(earlier.options, options):
                     continue  # the same command for another region, namespace or project: fan-out
+                if shape.hosts != earlier.hosts and shape.hosts and earlier.hosts:
+                    continue  # the same command against another host: fan-out
                 similar += 1
                 signatures.add(earlier.signature)
         recent.append((shape, False, record, self._changes))
