@@ -588,7 +588,7 @@ _PERMANENT_WORDS = re.compile(
     r"invalid[ _-]?request|bad[ _-]?request|not[ _-]?found|no such \w+|does not exist|"
     r"unknown[ _-]?(?:tool|function|command|parameter|argument)|schema|validation[ _-]?(?:error|failed)|validation(?=[ _-]?exception)|"
     r"(?:invalid|malformed)[ _-]?(?:argument|parameter|input|value|integer|number|format|type|field)s?|parameter[ _-]?invalid|"
-    r"missing[ _-]?required|unprocessable|not[ _-]?supported|unsupported"
+    r"missing[ _-]?required|unprocessable|not[ _-]?supported|unsupported|already[ _-]?(?:exists?|taken|in[ _-]?use)"
     + _AFTER_WORD
 )
 _RETRYABLE_WORDS_ASCII, _PERMANENT_WORDS_ASCII = _ascii_twin(_RETRYABLE_WORDS), _ascii_twin(_PERMANENT_WORDS)
@@ -728,9 +728,17 @@ _NOT_FOUND_WORDS = re.compile(r"\b(?:not[ _]found|no such|does not exist|doesn't
 def is_not_found(text: str) -> bool:
     """True for a failure that says what was asked for does not exist (404, 410, "not found",
     "no such", "does not exist", "could not find", "unknown"): such a failure depends on the
-    arguments, and a call with other arguments may well succeed."""
+    arguments, and a call with other arguments may well succeed. A 401 or 403 is about the
+    credentials, whatever it says ("The API key provided has been revoked or does not exist"):
+    they are the same in calls with other arguments."""
     head = text[:300].lower()
-    return _status_code_of(head) in _NOT_FOUND_CODES or _NOT_FOUND_WORDS.search(head) is not None
+    code = _status_code_of(head)
+    if code in _AUTHENTICATION_CODES:
+        return False
+    return code in _NOT_FOUND_CODES or _NOT_FOUND_WORDS.search(head) is not None
+
+
+_AUTHENTICATION_CODES = frozenset({401, 403, 407})
 
 
 def classify_failure(text: str) -> str:

@@ -8,7 +8,7 @@ from test_detector_kinds import first, replay, signals_at, step  # noqa: F401  (
 from test_detector_kinds import policy  # noqa: F401
 
 from loopguard.detectors.near_duplicate import _named_items
-from loopguard.observations import observe
+from loopguard.observations import classify_failure, is_not_found, observe
 
 NOTHING = '{"hits": [], "total": 0, "took_ms": 12}'
 FOUND = '{"hits": [{"id": "kb-2207", "title": "Recover access when you lose your 2FA device"}], "total": 1, "took_ms": 14}'
@@ -82,3 +82,28 @@ def test_a_row_of_nulls_is_an_empty_answer_and_a_long_poll_may_get_it_again_and_
     # Without the wait it is no long poll: the same empty answer again and again is stuck.
     plain = {"command": receive["command"].replace("--wait-time-seconds 20 ", "")}
     assert first(replay(policy, tmp_path, [step("bash", plain, "None\tNone") for _ in range(6)])) is not None
+
+
+REVOKED = (
+    "HTTP/1.1 401 Unauthorized\ncontent-type: application/json\nx-request-id: {request}\ndate: Tue, 11 Jun 2024 08:1{second}:37 GMT\n\n"
+    '{{"error": {{"message": "Unauthorized", "code": 2006, "errors": ["The API key provided has been revoked or does not exist."]}}}}'
+)
+
+
+def test_a_revoked_key_retried_with_other_headers_is_a_replan(policy, tmp_path: Path) -> None:
+    assert is_not_found(REVOKED.format(request="a", second=1)) is False
+    assert is_not_found("HTTP/1.1 404 Not Found\n\nno such incident") is True
+    url = "https://api.pagerduty.com/incidents?statuses[]=triggered"
+    headers = [{"Authorization": "Token token=${PD_API_KEY}"}, {"Authorization": "Bearer ${PD_API_KEY}"}, {"authorization": "Token token=${PD_API_KEY}", "Accept": "application/json"}]
+    steps = [step("http_request", {"method": "GET", "url": url, "headers": header}, REVOKED.format(request=f"req{index}x9", second=index), error=True) for index, header in enumerate(headers)]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (2, "replan")
+    assert "failure/repeated_permanent_failure_of_tool" in signals_at(report, 2)
+
+
+def test_a_name_already_taken_is_a_permanent_failure(policy, tmp_path: Path) -> None:
+    taken = 'POST https://api.github.com/orgs/acme/repos -> 422\n{"message": "Repository creation failed.", "errors": [{"field": "name", "message": "name already exists on this account"}]}'
+    assert [classify_failure(text) for text in (taken, 'Error from server (AlreadyExists): namespaces "team-a" already exists', "Error: username already taken")] == ["permanent"] * 3
+    names = ["billing-service", "Billing-Service", "billing-service "]
+    steps = [step("github_create_repository", {"org": "acme", "name": name, "private": True}, taken, error=True) for name in names]
+    assert first(replay(policy, tmp_path, steps)) == (2, "replan")
