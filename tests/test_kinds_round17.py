@@ -7,7 +7,7 @@ from pathlib import Path
 from test_detector_kinds import first, replay, signals_at, step  # noqa: F401  (policy is a fixture)
 from test_detector_kinds import policy  # noqa: F401
 
-from loopguard.detectors.near_duplicate import _named_items
+from loopguard.detectors.near_duplicate import _named_items, _url_search
 from loopguard.observations import classify_failure, is_not_found, observe
 
 NOTHING = '{"hits": [], "total": 0, "took_ms": 12}'
@@ -57,9 +57,9 @@ def test_searches_that_find_something_or_ask_about_other_items_are_left_alone(po
 
 def test_what_a_text_names() -> None:
     arguments = {"query": "warranty for model X-200 and order INV-88213 for Jürgen Maier", "note": "Okta SSO"}
-    assert _named_items(arguments, ("query",)) == frozenset({"x-200", "inv-88213", "jürgen", "maier"})
+    assert _named_items((arguments["query"],)) == frozenset({"x-200", "inv-88213", "jürgen", "maier"})
     # Terms in capitals are not names; neither is the first word, capitalised as a sentence starts.
-    assert _named_items({"query": "Reset MFA for SSO users"}, ("query",)) == frozenset()
+    assert _named_items(("Reset MFA for SSO users",)) == frozenset()
 
 
 def test_one_command_swept_over_hosts_is_a_fan_out(policy, tmp_path: Path) -> None:
@@ -107,3 +107,17 @@ def test_a_name_already_taken_is_a_permanent_failure(policy, tmp_path: Path) -> 
     names = ["billing-service", "Billing-Service", "billing-service "]
     steps = [step("github_create_repository", {"org": "acme", "name": name, "private": True}, taken, error=True) for name in names]
     assert first(replay(policy, tmp_path, steps)) == (2, "replan")
+
+
+def test_a_search_url_reworded_in_case_and_encoding_is_a_rewording(policy, tmp_path: Path) -> None:
+    assert _url_search("https://html.duckduckgo.com/html/?q=Bosch+GSR+18V-55&kl=de-de&_=1718100934") == ("https://html.duckduckgo.com/html/?kl=de-de", "Bosch GSR 18V-55")
+    assert _url_search("https://api.example.com/items?page=2&sort=name") is None
+    page = "# Search results\n\n1. **Bosch Professional GSR 18V-55 - HORNBACH**\n   https://www.hornbach.de/p/gsr-18v-55/10483102/\n   Jetzt online bestellen"
+    queries = ["bosch+gsr+18v-55+hornbach+preis&_=1718100911", "Bosch+GSR+18V-55+Hornbach+Preis&_=1718100934", "bosch%20gsr%2018v-55%20hornbach%20preis&_=1718100958"]
+    steps = [step("fetch", {"url": f"https://html.duckduckgo.com/html/?q={query}", "max_length": 5000}, page) for query in queries]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (2, "replan")
+    assert "near_duplicate/reworded_call" in signals_at(report, 2)
+    # Searches for other things through the same engine are a fan-out.
+    others = ["bosch+gsr+18v-55+hornbach+preis", "makita+ddf485z+obi+preis", "dewalt+dcd791n+bauhaus+preis"]
+    assert first(replay(policy, tmp_path, [step("fetch", {"url": f"https://html.duckduckgo.com/html/?q={query}"}, f"# Search results for {query}") for query in others])) is None

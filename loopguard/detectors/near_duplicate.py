@@ -225,6 +225,7 @@ class _Shape:
     sequence: int = 0  # digest of the structure: the paging sequence a ranged call belongs to
     options: tuple[tuple[str, str], ...] = ()  # a command's named options and their values (see _command_parts)
     hosts: frozenset[str] = frozenset()  # the host names a command names (see _HOST)
+    texts: tuple[str, ...] = ()  # the text values the words come from, as written
 
 
 #: The shape of arguments with no text, range, throwaway key or volatile value (see _plain).
@@ -383,6 +384,7 @@ def shape_of(record: CallRecord) -> _Shape:
     words: set[str] = set()
     options: list[tuple[str, str]] = []
     hosts: set[str] = set()
+    texts: list[str] = []
     for key in sorted(arguments):
         value = arguments[key]
         if key in range_keys or _kind_of(key).role == _THROWAWAY:
@@ -411,9 +413,21 @@ def shape_of(record: CallRecord) -> _Shape:
                     span, rest = found_range
                     exact.append((key, rest))
                     continue
+            if "://" in value and "?" in value and " " not in value:
+                searched = _url_search(value)
+                if searched is not None:
+                    # A search engine's URL: the words searched for are its text, the rest exact
+                    # (?q=Bosch+GSR and ?q=bosch%20gsr ask one question).
+                    rest, text = searched
+                    exact.append((key, rest))
+                    text_keys.append(key)
+                    texts.append(text)
+                    words |= _words(text)
+                    continue
             # A placeholder for a cut value is exact, not wording: two different ones share all their words.
             if " " in value.strip() and not is_digest_placeholder(value):
                 text_keys.append(key)
+                texts.append(value)
                 words |= _words(value)
                 if key in COMMAND_ARGUMENT_NAMES:
                     if "-" in value:
@@ -424,7 +438,7 @@ def shape_of(record: CallRecord) -> _Shape:
         exact.append((key, value if isinstance(value, (str, int, float, bool, type(None))) else repr(_stable(value, 0))[:500]))
     structure = (record.tool, tuple(exact), tuple(text_keys), span is not None)
     if span is None:
-        return _Shape(record.signature.key, structure, frozenset(words), None, options=tuple(options), hosts=frozenset(hosts))
+        return _Shape(record.signature.key, structure, frozenset(words), None, options=tuple(options), hosts=frozenset(hosts), texts=tuple(texts))
     words_read = frozenset(words)
     # A page number is shown as one ("page 4"), any other range as its bounds ("20–40").
     page = len(range_keys) == 1 and _kind_of(range_keys[0]).role == _PAGE
@@ -649,6 +663,28 @@ def _holds_identity(value: dict[Any, Any], depth: int) -> bool:
 
 #: Query parameters that only defeat caches (a random seed, ``rnd``, may be what is asked for).
 _CACHE_BUSTERS = frozenset({"_", "cb", "cachebuster", "cache_buster", "cachebust", "cache_bust", "bust", "nocache", "no_cache", "nc", "_t", "_ts", "_dc"})
+
+
+#: Query parameters that hold what a search engine's URL searches for (``?q=``, ``?query=``,
+#: WordPress's ``?s=``, Amazon's ``?k=``, Baidu's ``?wd=``).
+_SEARCH_PARAMETERS = frozenset({"q", "query", "search", "search_query", "searchterm", "search_term", "term", "keywords", "keyword", "text", "s", "k", "wd"})
+
+
+def _url_search(url: str) -> tuple[str, str] | None:
+    """For a URL that searches for words (``?q=bosch+gsr&kl=de-de``), the URL without them and
+    without cache busters, and the words searched for, decoded; ``None`` for other URLs."""
+    if len(url) > 2000:
+        return None
+    try:
+        parts = urlsplit(url)
+        parameters = parse_qsl(parts.query, keep_blank_values=True)[:50] if parts.query else []
+    except ValueError:
+        return None
+    for index, (name, value) in enumerate(parameters):
+        if name.lower() in _SEARCH_PARAMETERS and any(character.isalpha() for character in value):
+            kept = [(other, kept_value) for other, kept_value in parameters[:index] + parameters[index + 1 :] if other.lower() not in _CACHE_BUSTERS]
+            return parts._replace(query="&".join(f"{other}={kept_value}" for other, kept_value in kept)).geturl(), value
+    return None
 
 
 def _without_cache_buster(url: str) -> str:
@@ -1438,7 +1474,7 @@ class NearDuplicate:
         if not COMMAND_ARGUMENT_NAMES.isdisjoint(shape.structure[2]):
             return None  # other commands are other questions
         key = record.signature.key
-        names = _named_items(record.signature.arguments, shape.structure[2])
+        names = _named_items(shape.texts)
         streak = self._empty_answers.get(shape.structure)
         if (
             streak is None
@@ -1687,13 +1723,11 @@ class _Answer:
 _NAMED_ITEM = re.compile(r"[\w-]*\d[\w-]*|(?<=\S\s)[^\W\d_a-z][^\W\d_A-Z]+")
 
 
-def _named_items(arguments: Any, text_keys: tuple[str, ...]) -> frozenset[str]:
-    """The items the text arguments ``text_keys`` of ``arguments`` name, lowercased (see ``_NAMED_ITEM``)."""
+def _named_items(texts: tuple[str, ...]) -> frozenset[str]:
+    """The items the text arguments ``texts`` name, lowercased (see ``_NAMED_ITEM``)."""
     names: set[str] = set()
-    for key in text_keys:
-        value = arguments.get(key)
-        if type(value) is str:
-            names.update(name.lower() for name in _NAMED_ITEM.findall(value[:_NAMES_READ]))
+    for text in texts:
+        names.update(name.lower() for name in _NAMED_ITEM.findall(text[:_NAMES_READ]))
     return frozenset(names)
 
 
