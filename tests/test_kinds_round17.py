@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from test_detector_kinds import first, replay, signals_at, step  # noqa: F401  (policy is a fixture)
@@ -121,3 +122,25 @@ def test_a_search_url_reworded_in_case_and_encoding_is_a_rewording(policy, tmp_p
     # Searches for other things through the same engine are a fan-out.
     others = ["bosch+gsr+18v-55+hornbach+preis", "makita+ddf485z+obi+preis", "dewalt+dcd791n+bauhaus+preis"]
     assert first(replay(policy, tmp_path, [step("fetch", {"url": f"https://html.duckduckgo.com/html/?q={query}"}, f"# Search results for {query}") for query in others])) is None
+
+
+def _hits(order: list[str], scores: list[float], latency: int) -> str:
+    documents = {
+        "POL-017": ("Data Retention Policy v3.2", "Customer account data held in the CRM is retained for the duration of the contract plus 7 years."),
+        "OPS-112": ("Contact Centre QA Guidelines", "Supervisors review a 5% sample of recorded calls weekly. For retention see the Data Retention Policy."),
+        "PRV-004": ("GDPR Data Subject Request Procedure", "On receiving an erasure request, locate all personal data including call recordings."),
+    }
+    hits = [{"doc_id": doc, "title": documents[doc][0], "chunk": documents[doc][1], "score": score} for doc, score in zip(order, scores)]
+    return json.dumps({"hits": hits, "latency_ms": latency})
+
+
+def test_the_same_documents_in_another_order_for_each_wording_are_one_answer(policy, tmp_path: Path) -> None:
+    wordings = ["retention period call recordings EU customers", "how long do we keep call recordings for European customers", "GDPR voice recording storage duration policy"]
+    orders = [["POL-017", "OPS-112", "PRV-004"], ["OPS-112", "POL-017", "PRV-004"], ["OPS-112", "PRV-004", "POL-017"]]
+    steps = [step("vector_search", {"collection": "policies", "query": query, "top_k": 5}, _hits(order, [0.71 - index / 100, 0.69, 0.66], 40 + index)) for index, (query, order) in enumerate(zip(wordings, orders))]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (2, "replan")
+    assert "near_duplicate/reworded_call" in signals_at(report, 2)
+    # Other documents in the answer: the search found something new.
+    steps[2]["output"] = _hits(["PRV-004", "OPS-112"], [0.7, 0.6], 41).replace("GDPR Data Subject", "Call Recording Retention")
+    assert first(replay(policy, tmp_path, steps)) is None

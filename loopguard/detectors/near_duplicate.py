@@ -59,6 +59,9 @@ CURSOR_MIN_LENGTH = 2
 #: Shortest answer compared across differently worded calls: shorter ones ("sent", "ok",
 #: a count) are acknowledgements and values that many different calls share.
 ANSWER_MIN_LENGTH = 80
+#: Length of an answer (characters) from which one shared word makes a call that got it again
+#: a rewording of a call that got it before.
+LONG_ANSWER = 400
 #: Answers remembered, and calls counted per answer.
 ANSWERS_REMEMBERED, ANSWERS_COUNTED = 256, 16
 #: Words a call's text must share with one of the calls that got the same answer (over the
@@ -1438,7 +1441,13 @@ class NearDuplicate:
             return None  # the same call again: the repeat detector's and no_progress's own case
         # Rewordings of one question share some of its words; unrelated tasks that get the same
         # acknowledgement do not.
-        if not any(_overlap(words, shape.words) >= ANSWER_OVERLAP for words in answer.words):
+        if len(body) >= LONG_ANSWER:
+            # A long answer given again (the same documents, the same rows) is one question's:
+            # a shared word is enough (rewordings in other words: "call recordings retention",
+            # "deletion schedule for recorded phone calls").
+            if all(words.isdisjoint(shape.words) for words in answer.words):
+                return None
+        elif not any(_overlap(words, shape.words) >= ANSWER_OVERLAP for words in answer.words):
             return None
         if body != answer.body:
             if answer.unstamped is None:
@@ -1820,7 +1829,19 @@ def _answer_body(text: str, echoes: list[str]) -> str:
     for word, score in _SCORES:
         if word in text:
             text = score.sub(word, text)  # (a constant replacement: no template to expand per match)
+    if "}, {" in text or "},{" in text:
+        # A list of objects (hits, rows) in another order is the same answer: relevance ranks
+        # shift between wordings. The items are compared sorted, the list's lead and tail kept.
+        lead, bracket, rest = text.partition("[{")
+        end = rest.rfind("}]")
+        if bracket and end >= 0:
+            items = _ITEM_SEPARATOR.split(rest[:end])
+            if len(items) > 1:
+                text = lead + bracket + "\x02".join(sorted(items)) + rest[end:]
     return text
+
+
+_ITEM_SEPARATOR = re.compile(r"\}\s*,\s*\{")
 
 
 _ANNOUNCEMENT_READ = 600  # characters of a message read for an announcement
