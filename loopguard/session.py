@@ -255,15 +255,22 @@ class Session:
     # -- steps ----------------------------------------------------------------------
 
     def observe_user_message(self, text: str = "") -> None:
-        """A user message: a new turn starts (turn counters reset)."""
+        """A user message: a new turn starts (turn counters reset). The same message as the
+        user's previous one (a harness's "Please continue working on the task" nudge) brings no
+        news: the detectors go on as if the agent had not been interrupted."""
         with self._lock:
             self._steps += 1
             self.run.steps += 1
             self.turn = Counters(steps=1)
             self.turn_index += 1
-            self.user_message = _text(text, "")
+            message = _text(text, "")
+            repeated = message == self.user_message and bool(message.strip())
+            self.user_message = message
+            if repeated:
+                self._near_duplicate.user_message_repeated(self._calls)
+                return
             self._no_progress.reset_turn(self._memory)
-            self._near_duplicate.news()
+            self._near_duplicate.news(self._calls)
             self._cycle.news()
             self._stale = None
 

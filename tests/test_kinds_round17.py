@@ -144,3 +144,28 @@ def test_the_same_documents_in_another_order_for_each_wording_are_one_answer(pol
     # Other documents in the answer: the search found something new.
     steps[2]["output"] = _hits(["PRV-004", "OPS-112"], [0.7, 0.6], 41).replace("GDPR Data Subject", "Call Recording Retention")
     assert first(replay(policy, tmp_path, steps)) is None
+
+
+NUDGE = "Please continue working on the task on whatever approach you think is suitable. If you think you have solved the task, please finish the interaction."
+PLANS = [
+    "I'll begin by running the test suite to get a baseline before touching any Pydantic code: pytest -q",
+    "Understood. My first step is to establish a baseline by running the tests, then grep for @validator usages.",
+    "Let me run the test suite now to establish the baseline, then migrate validators to field_validator.",
+    "Continuing. Plan: 1. Run pytest for a baseline. 2. Migrate validators and config. 3. Re-run tests. Starting with step 1.",
+    "Running the baseline test suite first: cd /workspace/api && pytest -q",
+]
+
+
+def test_the_same_nudge_answered_by_plans_and_no_tool_call_is_a_monologue(policy, tmp_path: Path) -> None:
+    steps = [step(None, output="Upgrade the service to Pydantic v2 and make the tests pass.", agent="user")]
+    for plan in PLANS:
+        steps += [step(None, output=plan, agent="coder"), step(None, output=NUDGE, agent="user")]
+    report = replay(policy, tmp_path, steps[:-1])
+    assert first(report) == (7, "replan")
+    assert signals_at(report, 7) == {"near_duplicate/reworded_message", "no_progress/reworded_message"}
+    # A tool call between the nudges: the agent acts, each nudge counts from there.
+    acting = steps[:6] + [step("bash", {"command": "cd /workspace/api && pytest -q"}, "12 failed, 88 passed in 4.1s")] + steps[6:]
+    assert first(replay(policy, tmp_path, acting[:-1])) is None
+    # Other user messages between the plans are news: a conversation, not a nudge.
+    talk = [dict(entry, output=f"{entry['output']} ({index})") if entry["agent"] == "user" else entry for index, entry in enumerate(steps[:-1])]
+    assert first(replay(policy, tmp_path, talk)) is None

@@ -1225,6 +1225,9 @@ class NearDuplicate:
         self._messages_at = 0
         self._last_speaker: tuple[str, int] | None = None  # (message pseudo-tool, actions then) of the latest message
         self._thoughts = 0  # calls to scratchpad tools (kind think) so far
+        # Copies of the user's latest message in a row, and the tool calls (but to a scratchpad)
+        # made before its first copy (see user_message_repeated).
+        self._user_copies, self._calls_at_user_message = 0, -1
         # Each tool's latest call (its output arrives on the record), to tell a cursor followed,
         # and the digests of the pages that tools reached by cursors returned.
         self._previous: dict[str, CallRecord] = {}
@@ -1357,6 +1360,10 @@ class NearDuplicate:
             rewords = bool(plan) and plan <= frozenset().union(*(said.stemmed(index)[0] for index in range(len(said.words))))
         else:
             rewords = False
+        if not rewords and self._user_copies >= 2 and speaker[1] == self._calls_at_user_message and _announces(text):
+            # The same nudge again and again, answered each time by a plan and no tool call: the
+            # plan is restated however it is worded (the nudge says the agent has not acted).
+            rewords = True
         said.words.append(words)
         said.subjects.append(subjects)  # (None: read from the text when a later message asks)
         said.texts.append(text[:_ANNOUNCEMENT_READ])
@@ -1643,11 +1650,21 @@ class NearDuplicate:
             self.name, "pagination", self._pagination_score, f"{record.tool} follows the cursor of {page}", {"call": record.index, "cursor": cursor[:40]}
         )
 
-    def news(self) -> None:
-        """A user message: the agent's earlier messages no longer count as said since the last
-        news, and a question reworded after it is asked with what the user said."""
+    def news(self, calls: int) -> None:
+        """A user message (``calls``: tool calls so far): the agent's earlier messages no longer
+        count as said since the last news, and a question reworded after it is asked with what
+        the user said."""
         self._messages.clear()
         self._empty_answers.clear()
+        self._user_copies, self._calls_at_user_message = 1, calls - self._thoughts
+
+    def user_message_repeated(self, calls: int) -> None:
+        """The user's message again, word for word (a harness's "Please continue working on the
+        task" nudge): no news. Counted while the agent makes no tool call between the copies."""
+        if calls - self._thoughts == self._calls_at_user_message:
+            self._user_copies += 1
+        else:
+            self._user_copies, self._calls_at_user_message = 1, calls - self._thoughts
 
     def _read(self, record: CallRecord) -> _Shape:
         """What the arguments of a call with this signature say (``_PLAIN`` or their shape)."""
