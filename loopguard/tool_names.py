@@ -168,6 +168,20 @@ def runs_command(tool: str, arguments: Any) -> bool:
     return _is_command_tool(tool)
 
 
+def echoes(arguments: Any, output: str) -> bool:
+    """Whether a command's output is only text its command line holds (``echo "3 of 8
+    done"``, ``python3 -c "print('running total: 4000')"``): the call made no news, it said
+    what the agent wrote. Outputs of 8 to 200 characters (shorter ones are found anywhere)."""
+    stripped = output.strip()
+    if not _ECHO_MIN <= len(stripped) <= _ECHO_MAX or type(arguments) is not dict:
+        return False
+    command = _command_of(arguments)
+    return command is not None and stripped in command
+
+
+_ECHO_MIN, _ECHO_MAX = 8, 200
+
+
 def _command_of(arguments: dict[Any, Any]) -> str | None:
     """The command a call runs: the first text among its command arguments, if any."""
     return next((arguments[key] for key in _COMMAND_ARGUMENTS if type(arguments.get(key)) is str), None)

@@ -110,9 +110,6 @@ BLIND_EXCEPTIONS = {
     # A DAG re-triggered, its failed task's log read and re-triggered again: each trigger
     # mints a new run id and a trigger is an action, so the reads between may change.
     "b14s-dataeng-airflow-retrigger-cycle": "missed",
-    # A gateway that hands back an earlier continuation token: pages 2 and 3 in a loop, read
-    # at the third lap; the pages differ in S3's HostId, which is no request id by its name.
-    "b14s-storage-s3-token-wraparound": "late",
     # Re-reads after a condensation (as b13s-satellite-memory-summary-redo): the second lap is
     # stopped as it ends, its writer puts the window after the second summary.
     "b14s-iac-audit-condense-reread-loop": "premature",

@@ -10,6 +10,7 @@ from test_detector_kinds import policy  # noqa: F401
 
 from loopguard.detectors.near_duplicate import _named_items, _url_search
 from loopguard.observations import classify_failure, is_not_found, observe
+from loopguard.tool_names import echoes
 
 NOTHING = '{"hits": [], "total": 0, "took_ms": 12}'
 FOUND = '{"hits": [{"id": "kb-2207", "title": "Recover access when you lose your 2FA device"}], "total": 1, "took_ms": 14}'
@@ -169,3 +170,46 @@ def test_the_same_nudge_answered_by_plans_and_no_tool_call_is_a_monologue(policy
     # Other user messages between the plans are news: a conversation, not a nudge.
     talk = [dict(entry, output=f"{entry['output']} ({index})") if entry["agent"] == "user" else entry for index, entry in enumerate(steps[:-1])]
     assert first(replay(policy, tmp_path, talk)) is None
+
+
+def _export_page(first_id: int, count: int, next_cursor: str) -> str:
+    tickets = [{"id": first_id + index * 7, "subject": f"Billing question {first_id + index * 7}", "status": "solved"} for index in range(count)]
+    return json.dumps({"tickets": tickets, "has_more": True, "next_cursor": next_cursor, "request_id": f"req_{first_id}{count}"})
+
+
+def test_a_cursor_that_wraps_around_while_each_page_is_appended_is_a_replan(policy, tmp_path: Path) -> None:
+    cursors = ["eyJvZmZzZXQiOjEwMH0=", "eyJvZmZzZXQiOjIwMH0=", "eyJvZmZzZXQiOjB9"]
+    pages = [_export_page(48812, 6, cursors[0]), _export_page(50131, 6, cursors[1]), _export_page(51460, 3, cursors[2])]
+    steps = []
+    rows = 0
+    for lap in range(3):
+        for index, page in enumerate(pages):
+            arguments: dict[str, object] = {"query": "tags:billing", "limit": 100}
+            if lap or index:
+                arguments["cursor"] = cursors[index - 1]
+            steps.append(step("helpdesk_search_export", arguments, page))
+            rows += 6 if index < 2 else 3
+            steps.append(step("csv_append_rows", {"path": "exports/billing.csv", "rows_from": "last_result"}, f"appended rows (file now {rows} data rows)"))
+    report = replay(policy, tmp_path, steps)
+    # Page 1 again at step 6; followed from it, page 2 again at step 8 and page 3 at step 10.
+    assert first(report) == (10, "replan")
+    assert signals_at(report, 10) >= {"near_duplicate/pagination", "no_progress/reread"}
+    # Paging that moves on is healthy, however many pages are appended.
+    fresh = [step("helpdesk_search_export", {"query": "tags:billing", "limit": 100, **({"cursor": f"c{index}"} if index else {})}, _export_page(40000 + index * 100, 6, f"c{index + 1}")) for index in range(9)]
+    appended = [entry for page in fresh for entry in (page, step("csv_append_rows", {"path": "exports/billing.csv"}, "appended 6 rows"))]
+    assert first(replay(policy, tmp_path, appended)) is None
+
+
+def test_a_command_that_prints_its_own_text_brings_no_news(policy, tmp_path: Path) -> None:
+    assert echoes({"command": "python3 -c \"print('running total: 3000 objects')\""}, "running total: 3000 objects\n") is True
+    assert echoes({"command": "wc -l data.csv"}, "3000 data.csv") is False
+    listing = {"command": "aws s3api list-objects-v2 --bucket raw --prefix 2024/ --max-keys 1000 --starting-token 1yT2vLkq8WcN4hReOf"}
+    page = '{\n  "n": 1000,\n  "truncated": true,\n  "next": "1yT2vLkq8WcN4hReOf"\n}\n\nreal\t0m1.{}s'
+    steps = []
+    for lap in range(4):
+        steps.append(step("bash", listing, page.replace("{}", str(200 + lap * 37))))
+        steps.append(step("bash", {"command": f"python3 -c \"print('running total: {(lap + 1) * 1000} objects')\""}, f"running total: {(lap + 1) * 1000} objects"))
+    assert first(replay(policy, tmp_path, steps)) == (4, "stop")
+    # A command that computes what it prints is news.
+    computed = [dict(entry, args={"command": "python3 tally.py"}) if index % 2 else entry for index, entry in enumerate(steps)]
+    assert first(replay(policy, tmp_path, computed)) is None

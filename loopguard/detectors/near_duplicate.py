@@ -1635,6 +1635,10 @@ class NearDuplicate:
         # of 1000") are pages that look alike, not a wrap.
         wrapped = pages.known(page) and page != pages.latest
         pages.latest = page
+        # The tool's pages reached by cursors are one paging sequence for no_progress: pages
+        # read again through wrapped cursors keep one streak, whatever is done with each page
+        # between (appended to a file), and a new page ends it.
+        record.sequence = hash((tool, _CURSOR_SEQUENCE))
         if not wrapped:
             return None
         record.repeats_known = True  # the cursor leads where it led before
@@ -1727,6 +1731,7 @@ class NearDuplicate:
 
 
 _ABSENT = object()
+_CURSOR_SEQUENCE = "pages reached by cursors"  # (see _follows_cursor)
 
 
 class _Answer:
