@@ -213,3 +213,29 @@ def test_a_command_that_prints_its_own_text_brings_no_news(policy, tmp_path: Pat
     # A command that computes what it prints is news.
     computed = [dict(entry, args={"command": "python3 tally.py"}) if index % 2 else entry for index, entry in enumerate(steps)]
     assert first(replay(policy, tmp_path, computed)) is None
+
+
+def test_a_log_re_read_between_a_pod_listing_and_one_off_checks_is_stuck(policy, tmp_path: Path) -> None:
+    log = "2024-06-11T14:{:02d}:03.412Z INFO starting payments-api v2.31.0\n2024-06-11T14:{:02d}:03.702Z FATAL password authentication failed for user \"payments_app\""
+    pods = "NAME                           READY   STATUS             RESTARTS   AGE\npayments-api-7d9f8c6b5-x2k4q   0/1     CrashLoopBackOff   {}          {}m"
+    checks = [
+        ("kubectl describe pod -n prod payments-api-7d9f8c6b5-x2k4q", "Name: payments-api-7d9f8c6b5-x2k4q\nStatus: Running\nLast State: Terminated (Error)"),
+        ("kubectl get events -n prod --sort-by=.lastTimestamp | tail -8", "17m Normal ScalingReplicaSet deployment/payments-api Scaled up replica set"),
+        ("kubectl rollout history deployment/payments-api -n prod", "REVISION  CHANGE-CAUSE\n15        switch DB credentials to payments-db-v2 secret"),
+        ("kubectl get networkpolicy -n prod", "NAME                  POD-SELECTOR        AGE\nallow-payments-to-pg  app=payments-api    212d"),
+    ]
+    steps = []
+    for lap, (command, output) in enumerate(checks):
+        steps.append(step("bash", {"command": "kubectl get pods -n prod -l app=payments-api"}, pods.format(7 + lap, 14 + 2 * lap)))
+        steps.append(step("bash", {"command": "kubectl logs -n prod payments-api-7d9f8c6b5-x2k4q --previous --tail=50"}, log.format(17 + 3 * lap, 17 + 3 * lap)))
+        steps.append(step("bash", {"command": command}, output))
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (10, "stop")
+    assert "no_progress/same_answer_between" in signals_at(report, 10)
+    # The same lookups per item (a checklist read before each item) stay healthy.
+    checklist = []
+    for item in ("cus_1001", "cus_1002", "cus_1003", "cus_1004"):
+        checklist.append(step("read_file", {"path": "RENEWALS.md"}, "For each customer: look up the plan, then quote the renewal at list price minus 5 %."))
+        checklist.append(step("lookup_customer", {"id": item}, f'{{"id": "{item}", "plan": "team", "seats": {int(item[-1]) * 4}}}'))
+        checklist.append(step("quote_renewal", {"id": item}, f'{{"id": "{item}", "quote_usd": {int(item[-1]) * 380}}}'))
+    assert first(replay(policy, tmp_path, checklist)) is None

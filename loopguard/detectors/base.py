@@ -150,9 +150,9 @@ class SignatureStats:
         acts: the call may change what other calls read: it changes state, or its kind or
             name says it writes or acts (``None`` until needed).
         read_at: the index of the call whose result was the signature's latest (-1 before any).
-        laps: while the call's answer repeats with nothing written between: the operations
-            of the calls between its latest two results, and how many such laps in a row
-            each looked elsewhere than the one before (see no_progress); else ``None``.
+        laps: while the call's answer repeats with nothing written between: how many laps in
+            a row each looked elsewhere than the one before, and the calls between its latest
+            two results as (signature key, operation) (see no_progress); else ``None``.
         operation: what the call does, as laps compare it (see
             :func:`~loopguard.tool_names.operation_of`; ``None`` until needed).
     """
@@ -185,7 +185,7 @@ class SignatureStats:
         self.writes_at_result = 0
         self.acts: bool | None = None
         self.read_at = -1
-        self.laps: tuple[frozenset[str], int] | None = None
+        self.laps: tuple[int, tuple[tuple[int, str], ...]] | None = None
         self.operation: str | None = None
 
     @property

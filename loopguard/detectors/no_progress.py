@@ -83,10 +83,18 @@ def _looks_elsewhere(record: CallRecord, memory: RunMemory) -> bool:
     if previous < 0 or not 0 < index - previous < RECENT_RESULTS:
         stats.laps = None  # back to back (the run's streak judges it), or too far apart to tell
         return False
-    lap = frozenset([_operation(earlier) for earlier in memory.recent if previous < earlier.index < index])
+    lap = tuple([(earlier.signature.key, _operation(earlier)) for earlier in memory.recent if previous < earlier.index < index])
     laps = stats.laps
-    count = laps[1] + 1 if laps is not None and lap and laps[0] and laps[0].isdisjoint(lap) else 0
-    stats.laps = (lap, count)
+    count = 0
+    if laps is not None and lap and laps[1]:
+        # A call made again in both laps (the pods listed before each re-read of their logs) is
+        # one more thing checked over and over, not an operation the laps share.
+        again = frozenset([key for key, _ in lap]).intersection([key for key, _ in laps[1]])
+        now = frozenset([operation for key, operation in lap if key not in again])
+        before = frozenset([operation for key, operation in laps[1] if key not in again])
+        if now and before and before.isdisjoint(now):
+            count = laps[0] + 1
+    stats.laps = (count, lap)
     return count >= LAPS_ELSEWHERE
 
 
@@ -481,7 +489,7 @@ class NoProgress:
         if kind == "same_answer_between" and self._active and memory.stale_streak < self.patience:
             laps = stats.laps
             assert laps is not None  # (_looks_elsewhere set them)
-            answers = laps[1] + 2  # the first answer, and one per lap
+            answers = laps[0] + 2  # the first answer, and one per lap
             message = f"{describe(record)} gave the same answer {answers} times in a row, with nothing written since and other lookups between"
             return Signal(self.name, kind, self.config.weight, message, {"call": record.index, "stale_results": answers - 1}), stale
         if not self._active or (memory.stale_streak < self.patience and in_group < self.patience):
