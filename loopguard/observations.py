@@ -741,6 +741,11 @@ def is_not_found(text: str) -> bool:
 _AUTHENTICATION_CODES = frozenset({401, 403, 407})
 
 
+# What a test runner prints when tests fail (lowercased): pytest's "=== FAILURES ===" and
+# "short test summary info" banners and its "E   " assertion lines, unittest's "FAIL: test_x".
+_TEST_REPORT = re.compile(r"=+ (?:failures|errors) =+|short test summary info|^e {3}|^fail: test", re.MULTILINE)
+
+
 def classify_failure(text: str) -> str:
     """``permanent`` (401/403, invalid request, not found, schema), ``retryable`` (429, 503, timeouts)
     or ``deterministic`` (anything else: the same input will fail the same way)."""
@@ -767,6 +772,10 @@ def _classify_head(head: str) -> str:
             return RETRYABLE
     if code in _RETRYABLE_CODES:
         return RETRYABLE
+    if code is None and _TEST_REPORT.search(head) is not None:
+        # A test runner's report: the failing test's source and assertion are printed with it,
+        # and their words ("02:30 does not exist") say nothing of the call; an edit can fix it.
+        return DETERMINISTIC
     if code in _PERMANENT_CODES:
         return PERMANENT
     ascii_text = head.isascii()

@@ -239,3 +239,37 @@ def test_a_log_re_read_between_a_pod_listing_and_one_off_checks_is_stuck(policy,
         checklist.append(step("lookup_customer", {"id": item}, f'{{"id": "{item}", "plan": "team", "seats": {int(item[-1]) * 4}}}'))
         checklist.append(step("quote_renewal", {"id": item}, f'{{"id": "{item}", "quote_usd": {int(item[-1]) * 380}}}'))
     assert first(replay(policy, tmp_path, checklist)) is None
+
+
+def test_a_round_of_four_calls_made_again_whole_between_messages_is_a_cycle(policy, tmp_path: Path) -> None:
+    round_ = [
+        ("bash", {"command": "cd live/prod/network && terraform plan -no-color -target=aws_security_group.api"}, "Note: Objects have changed outside of Terraform\n  ~ ingress 10.40.0.0/16:5432 added"),
+        ("bash", {"command": "cd live/prod/network && terraform state show aws_security_group.api"}, 'resource "aws_security_group" "api" {\n  id = "sg-0a1b2c3d4e5f60718"\n}'),
+        ("bash", {"command": "aws ec2 describe-security-group-rules --filters Name=group-id,Values=sg-0a1b2c3d4e5f60718"}, "sgr-0c9d8e7f6a5b4c3d2\t10.40.0.0/16\t5432\ttemp analytics access"),
+        ("bash", {"command": "aws cloudtrail lookup-events --lookup-attributes AttributeKey=ResourceName,AttributeValue=sg-0a1b2c3d4e5f60718"}, "2024-06-03T09:14:22+00:00\tAuthorizeSecurityGroupIngress\tj.morales"),
+    ]
+    finding = "Found the drift: j.morales added ingress 10.40.0.0/16:5432 by hand on 2024-06-03. Next: ask analytics whether it is still needed."
+    steps = [step(tool, arguments, output) for tool, arguments, output in round_]
+    steps += [step(None, output=finding, agent="infra_agent"), step(None, output="[Conversation trimmed to fit the context window: 11 earlier messages removed.]", agent="system")]
+    steps += [step(None, output="Let me start by checking the current drift on the prod network stack.", agent="infra_agent")]
+    steps += [step(tool, arguments, output) for tool, arguments, output in round_]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (10, "stop")
+    assert "cycle/replayed_sequence" in signals_at(report, 10)
+    # The same round after the user asked for it again is the user's request.
+    asked = steps[:7] + [step(None, output="Please run those checks once more, I changed something.", agent="user")] + steps[7:]
+    assert first(replay(policy, tmp_path, asked)) is None
+
+
+PYTEST_REPORT = (
+    "..........F\n=================================== FAILURES ===================================\n"
+    "    def test_next_run_across_dst():\n        # 02:30 does not exist on 2024-03-31 in Berlin\n"
+    ">       assert job.next_run(after) == expected\nE       AssertionError: assert 02:30 == 03:30\n"
+)
+
+
+def test_a_test_report_is_a_deterministic_failure_whatever_its_source_says() -> None:
+    assert classify_failure(PYTEST_REPORT) == "deterministic"
+    assert classify_failure("FAIL: test_login (tests.test_auth.LoginTest)\nAssertionError: 403 != 200") == "deterministic"
+    # A status code still classifies: a test runner is not what answered 401.
+    assert classify_failure("HTTP/1.1 401 Unauthorized\n\nE   not a test report") == "permanent"

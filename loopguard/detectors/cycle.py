@@ -14,7 +14,7 @@ from collections import deque
 
 from ..decisions import Signal
 from ..policy.schema import CycleDetector
-from .base import CallRecord, RunMemory
+from .base import MESSAGE_TOOL_PREFIX, CallRecord, RunMemory
 
 
 class Cycle:
@@ -51,11 +51,15 @@ class Cycle:
         self._tools.append(signature.tool)
         read_at = record.stats.read_at
         self._next_index = record.index + 1
-        if read_at >= self._turn_start and record.tool_kind != "wait":  # (a round with a deliberate wait in it is a poll)
+        if signature.tool.startswith(MESSAGE_TOOL_PREFIX):
+            pass  # an agent's message between the calls of a round made again: it says, it does not call
+        elif read_at >= self._turn_start and record.tool_kind != "wait":  # (a round with a deliberate wait in it is a poll)
             lag = record.index - read_at
             if lag == self._lag:
                 self._lag_run += 1
-                if self._lag_run >= max(REPLAYED_CALLS, lag) and lag > self.config.max_period and self._active:
+                # A round of max_period calls made again whole is a cycle the call-by-call check
+                # misses when the agent's messages come between the calls.
+                if self._lag_run >= max(REPLAYED_CALLS - 1, lag) and lag >= self.config.max_period and self._active:
                     return self._replayed(record, memory, lag)
             else:
                 self._lag, self._lag_run = lag, 1
@@ -107,7 +111,7 @@ class Cycle:
         sleep in it is a poll), and not for a call that writes or acts (a round of changes made
         again is the repeat detector's and no_progress's to judge)."""
         stats = record.stats
-        if stats.acts or memory.writes != stats.writes_at_result or memory.stale_streak < REPLAYED_CALLS - 1 or _advancing(memory, record.signature.key):
+        if stats.acts or memory.writes != stats.writes_at_result or memory.stale_streak < min(self._lag_run, REPLAYED_CALLS) - 1 or _advancing(memory, record.signature.key):
             return None
         calls = self._lag_run
         return Signal(
