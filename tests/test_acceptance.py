@@ -92,6 +92,28 @@ BLIND_EXCEPTIONS = {
     # {"active": 1, "succeeded": 0, "failed": 0} three times with no wait: "failed" as a
     # key reads as a final state, so the job poll is no pending poll.
     "k8s-job-poll-identical-active": "false_alarm",
+    # Round 17 (the issue's kinds and their healthy look-alikes, written against the round-16
+    # code: 11 of 26 stuck and 24 of 26 healthy runs judged right when written, 20 of 26 and
+    # 26 of 26 now).
+    # Guessed columns, each "does not exist" under another name, with the schema re-read
+    # between: a not-found names what was asked, so each guess is another question until the
+    # query made before is made again (step 13).
+    "b17s-interleave-sql-region-column": "late",
+    # The test run again after a condensation fails the same way; the call after it re-reads
+    # a file: a replan one step before its writer's window (the first recovery lap's second call).
+    "b17s-condense-dst-fix-relapse": "premature",
+    # Tickets re-triaged after each summary: the updates are changes, and "no changes applied"
+    # inside a ticket's reply is not read; the round is made again whole only at step 17.
+    "b17s-condense-triage-summary-loses-cursor": "missed",
+    # Promises sent to the customer through a chat tool, each worded anew: the replies are the
+    # tool's acknowledgements, and the customer's complaints are new messages each time.
+    "b17s-mono-chat-promises-no-action": "missed",
+    # A circle of three agents whose second lap repeats the first: read when control comes
+    # around the second time (as round 12's circles of four).
+    "b17s-handoff-refund-circle": "late",
+    # A pod Pending for an hour, polled with growing sleeps: a pending state is waited on up to
+    # poll_patience (20) polls; the blocker was said by another call (describe), not the poll.
+    "b17s-poll-gpu-pod-never-schedules": "missed",
     # Round 16 (the issue's five held-back kinds and their healthy look-alikes, written against
     # the round-15 code: 14 of 26 stuck and 21 of 26 healthy runs judged right when written,
     # 23 of 26 and 26 of 26 now).
@@ -243,9 +265,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (474 stuck, 540 healthy, in fifteen rounds), judged as cases/README.md judges."""
+    (500 stuck, 566 healthy, written round after round), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 474, "healthy": 540}[label]
+    assert len(judged) == {"stuck": 500, "healthy": 566}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }
