@@ -239,7 +239,7 @@ def _says_empty(stripped: str, ascii_text: bool) -> bool:
     necessary tests run before the whitespace is folded and the regular expression runs:
     ASCII text must start with an empty phrase's first word after its non-word characters;
     other text must hold one ("nothing" and "none" hold "no")."""
-    if stripped in _EMPTY_LITERALS or _nulls_only(stripped):
+    if stripped in _EMPTY_LITERALS or (stripped[:1] == "n" and _nulls_only(stripped)):
         return True
     if ascii_text:
         lead = stripped.lstrip(_ASCII_NON_WORD)

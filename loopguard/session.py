@@ -23,7 +23,7 @@ from .calls import ModelUsage, ToolCall, ToolResult
 from .counters import BudgetBreach, Counters, check_budgets
 from .decision_log import record_decision
 from .decisions import ALLOW, Decision, GuardAction, Signal, Verdict, VerdictKind
-from .detectors.base import MESSAGE_TOOL_PREFIX, CallRecord, RunMemory, SignatureStats
+from .detectors.base import CallRecord, RunMemory, SignatureStats
 from .detectors.cycle import Cycle
 from .detectors.failure import Failure
 from .detectors.handoff import Handoff
@@ -397,12 +397,12 @@ class Session:
             # Case, spacing, counters and times never make a message new ("Attempt 3: ...").
             body = message_body(text)
             agent = None if agent is None else _text(agent)
-            name = f"{MESSAGE_TOOL_PREFIX}{agent or 'agent'}"
+            name = f"message:{agent or 'agent'}"
             record = self._record(ToolCall(name, {"text": body}, agent=agent), policy.tool_profile(name))
             memory = self._memory
             signals = [
                 signal
-                for signal in (self._repeat.pending(record, memory), self._cycle.pending(record, memory), self._near_duplicate.message(record, body, memory))
+                for signal in (self._repeat.pending(record, memory), self._cycle.message(record, memory), self._near_duplicate.message(record, body, memory))
                 if signal is not None
             ]
             self._steps += 1

@@ -23,10 +23,6 @@ Key = TypeVar("Key")
 Value = TypeVar("Value")
 
 
-#: The pseudo-tool an agent's message is judged as: ``message:AGENT`` (see the session).
-MESSAGE_TOOL_PREFIX = "message:"
-
-
 class BoundedMap(OrderedDict, Generic[Key, Value]):  # type: ignore[type-arg]
     """A dict that forgets its least recently written entries beyond ``capacity``."""
 

@@ -14,7 +14,7 @@ from collections import deque
 
 from ..decisions import Signal
 from ..policy.schema import CycleDetector
-from .base import MESSAGE_TOOL_PREFIX, CallRecord, RunMemory
+from .base import CallRecord, RunMemory
 
 
 class Cycle:
@@ -40,33 +40,45 @@ class Cycle:
         self._keys = deque(self._keys, maxlen=size)
         self._tools = deque(self._tools, maxlen=size)
 
+    def message(self, record: CallRecord, memory: RunMemory) -> Signal | None:
+        """An agent's message (its pseudo-call): part of the calls cycles are made of, but
+        between the calls of a round made again it says, it does not call: it neither makes
+        nor breaks a replay."""
+        if not self._keep(record) or not self._active:
+            return None
+        return self._cycle(record, memory)
+
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
-        signature = record.signature
-        key = signature.key
-        keys = self._keys
-        # Every cycle needs the pending call one period back, so a call absent from the kept
-        # window (the common case) ends the check after one scan in C.
-        recurs = key in keys
-        keys.append(key)
-        self._tools.append(signature.tool)
         read_at = record.stats.read_at
         self._next_index = record.index + 1
-        if signature.tool.startswith(MESSAGE_TOOL_PREFIX):
-            pass  # an agent's message between the calls of a round made again: it says, it does not call
-        elif read_at >= self._turn_start and record.tool_kind != "wait":  # (a round with a deliberate wait in it is a poll)
+        if read_at >= self._turn_start and record.tool_kind != "wait":  # (a round with a deliberate wait in it is a poll)
             lag = record.index - read_at
             if lag == self._lag:
                 self._lag_run += 1
                 # A round of max_period calls made again whole is a cycle the call-by-call check
                 # misses when the agent's messages come between the calls.
                 if self._lag_run >= max(REPLAYED_CALLS - 1, lag) and lag >= self.config.max_period and self._active:
+                    self._keep(record)
                     return self._replayed(record, memory, lag)
             else:
                 self._lag, self._lag_run = lag, 1
         else:
             self._lag = 0
+        # (The window kept as _keep keeps it, inline: this runs on every call.)
+        key = record.signature.key
+        keys = self._keys
+        recurs = key in keys
+        keys.append(key)
+        self._tools.append(record.signature.tool)
         if not recurs or not self._active:
             return None
+        return self._cycle(record, memory)
+
+    def _cycle(self, record: CallRecord, memory: RunMemory) -> Signal | None:
+        """The signal when the newest calls, ``record`` the latest (kept in the window, where it
+        was already), repeat a block of 2 to ``max_period`` calls ``repeats`` times."""
+        key = record.signature.key
+        keys = self._keys
         size = len(keys)
         repeats = self.config.repeats
         for period in range(2, self.config.max_period + 1):
@@ -97,6 +109,16 @@ class Cycle:
         """A user message: a round made again after it is the user's request, not a replay."""
         self._lag = self._lag_run = 0
         self._turn_start = self._next_index
+
+    def _keep(self, record: CallRecord) -> bool:
+        """Keep the call in the window; return whether it was in it already. (Every cycle
+        needs the pending call one period back, so a call absent from the kept window, the
+        common case, ends the check after one scan in C.)"""
+        key = record.signature.key
+        recurs = key in self._keys
+        self._keys.append(key)
+        self._tools.append(record.signature.tool)
+        return recurs
 
     def _replayed(self, record: CallRecord, memory: RunMemory, lag: int) -> Signal | None:
         """A sequence made again: a whole round of ``lag`` calls (at least :data:`REPLAYED_CALLS`),
