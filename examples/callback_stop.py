@@ -95,7 +95,7 @@ def main() -> int:
     except LoopGuardInterrupt as stop:
         decision = stop.decision
         print(f"LoopGuardInterrupt: {stop}")
-        print(f"  decided at step {decision.step} ({decision.phase} of call #{decision.call_index}), risk {decision.risk:.2f}, revision {decision.revision}")
+        print(f"  decided at step {decision.step} ({decision.phase} of call {decision.call_index + 1}), risk {decision.risk:.2f}, revision {decision.revision}")
 
     report = handler.report(run_id)
     print()

@@ -81,7 +81,7 @@ def main() -> int:
             print("  giving up")
             return 1
     print(f"executions: {executions}")
-    print(f"book_flight executed {executions['book_flight']} times; the blocked 3rd attempt never ran")
+    print(f"book_flight executed {executions['book_flight']} times: 2 failures + the changed call that succeeded; the blocked 3rd attempt never ran")
     print(f"final answer: {history[-1][2]}")
     return 0
 

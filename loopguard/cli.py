@@ -148,10 +148,12 @@ def _check_text(reports: list[dict[str, Any]], errors: int, failed: int, profile
                 details.append(f"profiles: {', '.join(report['profiles'])}")
             print(f"{report['source']}: ok ({', '.join(details)})", file=out)
     count = len(reports)
+    warnings_found = sum(1 for report in reports for problem in report["problems"] if problem.severity == "warning")
+    warned = f", {warnings_found} warning{'s' if warnings_found != 1 else ''}" if warnings_found else ""
     if failed:
-        print(f"{errors} problem{'s' if errors != 1 else ''} in {failed} of {count} polic{'ies' if count != 1 else 'y'}", file=out)
+        print(f"{errors} problem{'s' if errors != 1 else ''} in {failed} of {count} polic{'ies' if count != 1 else 'y'}{warned}", file=out)
     else:
-        print(f"{count} polic{'ies' if count != 1 else 'y'} ok", file=out)
+        print(f"{count} polic{'ies' if count != 1 else 'y'} ok{warned}", file=out)
 
 
 def _github_escape(text: str, property: bool = False) -> str:

@@ -38,7 +38,7 @@ def verdict_of(rule: CompiledRule) -> Verdict:
     spec = rule.spec
     kind = _RULE_VERDICTS[rule.verdict]
     if kind is VerdictKind.BUDGET_SPENT:
-        message = spec.message or f"the budget of rule '{rule.id}' is spent ({spec.limit} calls per {spec.scope})"
+        message = spec.message or f"the budget of rule '{rule.id}' is spent ({spec.limit} call{'s' if spec.limit != 1 else ''} per {spec.scope})"
         return Verdict(kind, rule=rule.id, message=message)
     return Verdict(
         kind,

@@ -117,6 +117,17 @@ def test_writable_policy_is_a_warning_not_a_failure(tmp_path: Path, capsys: pyte
         f"{path}:1:1: LG901: warning: policy file is writable by group or others (mode 664); "
         f"anyone who can write it can turn the guard off (hint: chmod go-w {path})"
     )
+    # The summary counts warnings too, with or without problems beside them.
+    assert main(["check", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "1 policy ok, 1 warning"
+    path.write_text("version: 1\nmode: enforcing\n")
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == "1 problem in 1 of 1 policy, 1 warning"
+
+
+def test_a_misspelt_builtin_policy_gets_a_hint(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "builtin:stict"]) == 2
+    assert capsys.readouterr().err == "builtin:stict:1:1: LG100: no builtin policy 'stict' (known: default, observe, strict) (hint: did you mean 'strict'?)\n"
 
 
 def test_explain_yaml_comments_origins(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -31,5 +31,5 @@ def test_plain_agent_example() -> None:
     out = run("plain_agent.py")
     assert "verdict=answer action=continue ran=False" in out
     assert "verdict=block action=replan ran=False" in out
-    assert "book_flight executed 3 times; the blocked 3rd attempt never ran" in out
+    assert "book_flight executed 3 times: 2 failures + the changed call that succeeded; the blocked 3rd attempt never ran" in out
     assert "final answer: Booked LG 204, paid 240 EUR. Ticket T-77." in out

@@ -38,7 +38,7 @@ def test_langgraph_toolnode_example() -> None:
 def test_callback_stop_example() -> None:
     lines = run("callback_stop.py")
     assert lines[0].startswith("LoopGuardInterrupt: loopguard stopped the run at tool 'search_orders' (action=stop)")
-    assert "before_call of call #2" in lines[1]
+    assert "before_call of call 3" in lines[1]
     assert "interrupted=true verdict=stop at step 5" in lines
     decisions = [line.strip() for line in lines if "action=" in line and line.startswith("  step=")]
     assert [d.split()[1] + " " + d.split()[3] for d in decisions] == [

@@ -367,7 +367,8 @@ def resolve_source(source: str | Path) -> Path:
         path = POLICIES_DIR / f"{name}.yml"
         if not re.fullmatch(r"[A-Za-z0-9_-]+", name) or not path.is_file():
             known = ", ".join(builtin_policies())
-            raise PolicyIOError([Problem(text, 1, 1, codes.IO_ERROR, f"no builtin policy '{name}' (known: {known})")])
+            hint = did_you_mean(name, builtin_policies())
+            raise PolicyIOError([Problem(text, 1, 1, codes.IO_ERROR, f"no builtin policy '{name}' (known: {known})", hint=hint)])
         return path
     return Path(source)
 

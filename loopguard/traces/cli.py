@@ -70,7 +70,7 @@ def default_policy_source(cwd: Path | None = None) -> str:
     """``./loopguard.yml`` (or ``./loopguard.yaml``) when it exists, else ``builtin:default``."""
     from loopguard.policy.load import default_policy_file
 
-    return default_policy_file(cwd or Path.cwd()) or DEFAULT_POLICY
+    return default_policy_file(cwd) or DEFAULT_POLICY  # (relative to the working directory when cwd is None)
 
 
 def run_replay(
