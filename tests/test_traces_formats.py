@@ -120,6 +120,7 @@ def test_malformed_step_names_file_run_and_step_and_other_runs_still_parse() -> 
     [
         ("just text", "step 0: must be an object, got string"),
         ({"tool": 3}, "step 0: 'tool' must be a string, got number"),
+        ({"tool": "t", "args": '{"q": "x",}', "output": ""}, """step 0: 'args' must be an object, got a string that is not valid JSON: '{"q": "x",}'"""),
         ({"tool": "t", "is_error": 1}, "step 0: 'is_error' must be a boolean or a message, got number"),
         ({"caller": "a", "output": "x"}, "step 0: a handoff from 'a' needs 'agent' (the agent receiving control)"),
         ({"agent": "a"}, "step 0: has no 'tool', 'caller', 'output' or 'user'"),

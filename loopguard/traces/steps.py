@@ -108,6 +108,8 @@ def _arguments(step: Mapping[str, Any], location: str) -> Any:
         # that signature.parse_arguments reads as arguments ("", "null") are no arguments.
         if isinstance(parse_arguments(value), dict):
             return value if value.lstrip().startswith("{") else {}
+        if value.lstrip().startswith("{"):
+            raise MalformedTrace(location, f"{key!r} must be an object, got a string that is not valid JSON: {value[:60]!r}")
     raise MalformedTrace(location, f"{key!r} must be an object, got {type_name(value)}")
 
 
