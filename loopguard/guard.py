@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .policy.compile import CompiledPolicy
-from .policy.load import default_policy_path
+from .policy.load import DEFAULT_POLICY_FILE, default_policy_file, default_policy_path
 from .policy.store import PolicyStore, ReloadEvent, StoreStatus
 from .session import Session
 
@@ -41,7 +41,7 @@ class Guard:
     @classmethod
     def from_file(
         cls,
-        path: str | Path = "loopguard.yml",
+        path: str | Path | None = None,
         profile: str | None = None,
         watch: bool = False,
         on_reload: Callable[[ReloadEvent], object] | None = None,
@@ -50,7 +50,8 @@ class Guard:
         """A guard for a policy file (or ``builtin:NAME``).
 
         Args:
-            path: the policy file or ``builtin:NAME``.
+            path: the policy file or ``builtin:NAME`` (``None``: ``./loopguard.yml``, or
+                ``./loopguard.yaml`` when only that one exists).
             profile: the profile to apply (``None``: ``$LOOPGUARD_PROFILE`` if set).
             watch: reload in the background when the file (or a file it extends) changes;
                 an edit that does not validate never takes effect (see ``docs/operations.md``).
@@ -60,6 +61,8 @@ class Guard:
         Raises:
             loopguard.policy.PolicyError: the policy does not validate (every problem, with positions).
         """
+        if path is None:
+            path = default_policy_file() or DEFAULT_POLICY_FILE  # (with neither, the error names loopguard.yml)
         return cls(PolicyStore(path, profile=profile, watch=watch, on_change=on_reload), **options)
 
     @classmethod

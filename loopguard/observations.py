@@ -588,7 +588,7 @@ _PERMANENT_WORDS = re.compile(
     r"invalid[ _-]?request|bad[ _-]?request|not[ _-]?found|no such \w+|does not exist|"
     r"unknown[ _-]?(?:tool|function|command|parameter|argument)|schema|validation[ _-]?(?:error|failed)|validation(?=[ _-]?exception)|"
     r"(?:invalid|malformed)[ _-]?(?:argument|parameter|input|value|integer|number|format|type|field)s?|parameter[ _-]?invalid|"
-    r"missing[ _-]?required|unprocessable|not[ _-]?supported|unsupported|already[ _-]?(?:exists?|taken|in[ _-]?use)"
+    r"missing[ _-]?required|unprocessable|not[ _-]?supported|unsupported|already[ _-]?(?:exists?|taken)"
     + _AFTER_WORD
 )
 _RETRYABLE_WORDS_ASCII, _PERMANENT_WORDS_ASCII = _ascii_twin(_RETRYABLE_WORDS), _ascii_twin(_PERMANENT_WORDS)
@@ -742,8 +742,13 @@ _AUTHENTICATION_CODES = frozenset({401, 403, 407})
 
 
 # What a test runner prints when tests fail (lowercased): pytest's "=== FAILURES ===" and
-# "short test summary info" banners and its "E   " assertion lines, unittest's "FAIL: test_x".
-_TEST_REPORT = re.compile(r"=+ (?:failures|errors) =+|short test summary info|^e {3}|^fail: test", re.MULTILINE)
+# "short test summary info" banners and its "E   " assertion lines, unittest's "FAIL: test_x",
+# go test's "--- FAIL: TestX", jest's "FAIL src/x.test.ts" and "●", cargo's "test result: FAILED".
+_TEST_REPORT = re.compile(
+    r"=+ (?:failures|errors) =+|short test summary info|^e {3}|^fail: test"  # pytest, unittest
+    r"|^--- fail: |^fail\s+\S+\.(?:[cm]?[jt]sx?)\b|^\s*● |test result: failed|^failures:$",  # go test, jest, cargo test
+    re.MULTILINE,
+)
 
 
 def classify_failure(text: str) -> str:

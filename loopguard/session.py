@@ -15,6 +15,7 @@ keeps all).
 from __future__ import annotations
 
 import copy
+import re
 import threading
 from collections import OrderedDict, deque
 from typing import Any, Callable, Sequence
@@ -58,6 +59,8 @@ _DETECTOR_MESSAGES = {
     GuardAction.STOP: "loopguard stopped the run: {reasons}.",
 }
 
+
+_DIGITS = re.compile(r"\d+")  # (numbers in a nudge count its copies: "reminder 2/10")
 
 def _text(value: Any, fallback: str = "?") -> str:
     """``value`` as a string, whatever it is (a tool name, an agent); never raises."""
@@ -194,6 +197,7 @@ class Session:
         self.turn = Counters()
         self.turn_index = 0
         self.user_message = ""
+        self._user_message_body, self._calls_at_user_message = "", -1  # (see observe_user_message)
         self._rule_budgets: dict[tuple[str, str], int] = {}
         self._steps = 0
         self._calls = 0
@@ -256,21 +260,25 @@ class Session:
 
     def observe_user_message(self, text: str = "") -> None:
         """A user message: a new turn starts (turn counters reset). The same message as the
-        user's previous one (a harness's "Please continue working on the task" nudge) brings no
-        news: the detectors go on as if the agent had not been interrupted."""
+        user's previous one, with no tool call since (a harness's "Please continue working on
+        the task" nudge), brings no news: the detectors go on as if the agent had not been
+        interrupted."""
         with self._lock:
             self._steps += 1
             self.run.steps += 1
             self.turn = Counters(steps=1)
             self.turn_index += 1
             message = _text(text, "")
-            repeated = message == self.user_message and bool(message.strip())
-            self.user_message = message
+            # The same message (numbers aside: "reminder 2/10") with no tool call since
+            # its previous copy is a nudge; asked again after the agent acted, it is a request.
+            body = _DIGITS.sub("#", message_body(message)) if message.strip() else ""
+            repeated = bool(body) and body == self._user_message_body and self._calls == self._calls_at_user_message
+            self.user_message, self._user_message_body, self._calls_at_user_message = message, body, self._calls
             if repeated:
                 self._near_duplicate.user_message_repeated(self._calls)
                 return
             self._no_progress.reset_turn(self._memory)
-            self._near_duplicate.news(self._calls)
+            self._near_duplicate.news()
             self._cycle.news()
             self._stale = None
 

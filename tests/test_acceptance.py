@@ -397,6 +397,26 @@ def test_review_cases(policy) -> None:
         "b14-event-backfill-client-ts": "ok",
         "b14-supervisor-polls-running-job": "ok",
         "b14-client-timestamp-header-retries": "ok",
+        # Round 17's break-it review.
+        "r17-h-same-question-twice-4-checks": "ok",
+        "r17-h-log-sweep-services": "ok",
+        "r17-h-family-members-not-customers": "ok",
+        "r17-h-kb-gap-analysis": "ok",
+        "r17-h-issue-dedupe": "ok",
+        "r17-h-tutor-continue": "ok",
+        "r17-h-cooking-steps-done": "ok",
+        "r17-h-port-in-use-kill-retry": "ok",
+        "r17-h-hr-three-questions-same-docs": "ok",
+        "r17-h-go-test-fix-loop": "ok",
+        "r17-h-jest-fix-loop": "ok",
+        "r17-h-cargo-test-fix-loop": "ok",
+        "r17-s-2fa-spellings": "ok",
+        "r17-s-german-2fa-rewordings": "ok",
+        "r17-h-ssh-short-hosts": "ok",
+        "r17-h-openssl-short-hosts": "ok",
+        # A nudge that counts its copies, answered by short plans each in new words: read at the
+        # fifth plan (three fifths of a short plan's words are often new).
+        "r17-s-nudge-counter": "late",
     }
 
 

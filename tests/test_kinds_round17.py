@@ -8,7 +8,7 @@ from pathlib import Path
 from test_detector_kinds import first, replay, signals_at, step  # noqa: F401  (policy is a fixture)
 from test_detector_kinds import policy  # noqa: F401
 
-from loopguard.detectors.near_duplicate import _named_items, _url_search
+from loopguard.detectors.near_duplicate import _TOKEN, _named_items, _other_item, _url_search
 from loopguard.observations import classify_failure, is_not_found, observe
 from loopguard.tool_names import echoes
 
@@ -57,11 +57,26 @@ def test_searches_that_find_something_or_ask_about_other_items_are_left_alone(po
     assert first(replay(policy, tmp_path, user_between)) is None
 
 
-def test_what_a_text_names() -> None:
-    arguments = {"query": "warranty for model X-200 and order INV-88213 for Jürgen Maier", "note": "Okta SSO"}
-    assert _named_items((arguments["query"],)) == frozenset({"x-200", "inv-88213", "jürgen", "maier"})
-    # Terms in capitals are not names; neither is the first word, capitalised as a sentence starts.
-    assert _named_items(("Reset MFA for SSO users",)) == frozenset()
+def test_what_a_text_names_and_other_items_of_a_template() -> None:
+    assert _named_items(("warranty for model X-200 and order INV-88213 for Jürgen Maier",)) == frozenset({"x-200", "inv-88213"})
+    # A term with one digit is no item ("2FA", "2-step"); neither are capitalised words (German nouns).
+    assert _named_items(("Reset 2FA or 2-step for the SSO Konto",)) == frozenset()
+    tokens = lambda text: tuple(_TOKEN.findall(text.lower()))  # noqa: E731
+    assert _other_item(tokens("how to export calendar events"), tokens("how to export invoices")) is True
+    assert _other_item(tokens("Jonas Müller"), tokens("Anna Müller")) is True
+    assert _other_item(tokens("two-factor authentication reset lost device"), tokens("reset 2FA without phone")) is False
+
+
+def test_empty_searches_for_items_of_a_template_are_a_fan_out(policy, tmp_path: Path) -> None:
+    features = ["how to export invoices", "how to export contacts", "how to export reports", "how to export calendar events", "how to export time entries"]
+    crashes = ["crash when uploading avatar", "crash when exporting pdf", "crash when rotating device on login screen", "crash when switching dark mode"]
+    services = [f"service:{name} level:error" for name in ("checkout", "payments", "search", "auth", "cart")]
+    people = ["Anna Müller", "Jonas Müller", "Lea Müller", "Paul Müller", "Mia Müller"]
+    for queries in (features, crashes, services, people):
+        assert first(replay(policy, tmp_path, _searches(queries))) is None, queries
+    # Rewordings that mix terms with a digit stay one question.
+    spellings = ["reset 2FA lost phone", "two-factor reset after losing my phone", "2-step verification reset new phone", "lost phone cannot pass 2FA", "disable two factor auth lost phone"]
+    assert first(replay(policy, tmp_path, _searches(spellings))) == (3, "replan")
 
 
 def test_one_command_swept_over_hosts_is_a_fan_out(policy, tmp_path: Path) -> None:
@@ -70,6 +85,11 @@ def test_one_command_swept_over_hosts_is_a_fan_out(policy, tmp_path: Path) -> No
     command = "echo | openssl s_client -connect {host}:443 -servername www.example.com 2>/dev/null | openssl x509 -noout -serial -enddate"
     sweep = [step("bash", {"command": command.format(host=host)}, answer) for host in hosts]
     assert first(replay(policy, tmp_path, sweep)) is None
+    # Hosts named without dots: after user@, or before a port.
+    short = [step("bash", {"command": f"ssh -o BatchMode=yes deploy@lb{number} 'sudo nginx -t 2>&1'"}, "nginx: configuration file /etc/nginx/nginx.conf test is successful") for number in range(1, 6)]
+    assert first(replay(policy, tmp_path, short)) is None
+    ported = [step("bash", {"command": command.format(host=f"edge-0{number}")}, answer) for number in range(1, 6)]
+    assert first(replay(policy, tmp_path, ported)) is None
     # The same host asked again and again is no sweep.
     again = [step("bash", {"command": command.format(host=hosts[0]) + suffix}, answer) for suffix in ("", " ", " | cat", "  | cat", " | head")]
     assert first(replay(policy, tmp_path, again)) is not None
@@ -106,6 +126,8 @@ def test_a_revoked_key_retried_with_other_headers_is_a_replan(policy, tmp_path: 
 def test_a_name_already_taken_is_a_permanent_failure(policy, tmp_path: Path) -> None:
     taken = 'POST https://api.github.com/orgs/acme/repos -> 422\n{"message": "Repository creation failed.", "errors": [{"field": "name", "message": "name already exists on this account"}]}'
     assert [classify_failure(text) for text in (taken, 'Error from server (AlreadyExists): namespaces "team-a" already exists', "Error: username already taken")] == ["permanent"] * 3
+    # A port or a name in use is freed by a change elsewhere: no permanent failure.
+    assert classify_failure("Error: listen EADDRINUSE: address already in use :::3000") == "deterministic"
     names = ["billing-service", "Billing-Service", "billing-service "]
     steps = [step("github_create_repository", {"org": "acme", "name": name, "private": True}, taken, error=True) for name in names]
     assert first(replay(policy, tmp_path, steps)) == (2, "replan")
@@ -136,12 +158,16 @@ def _hits(order: list[str], scores: list[float], latency: int) -> str:
 
 
 def test_the_same_documents_in_another_order_for_each_wording_are_one_answer(policy, tmp_path: Path) -> None:
-    wordings = ["retention period call recordings EU customers", "how long do we keep call recordings for European customers", "GDPR voice recording storage duration policy"]
+    wordings = ["retention period call recordings EU customers", "how long do we keep call recordings for European customers", "how long are customer calls stored"]
     orders = [["POL-017", "OPS-112", "PRV-004"], ["OPS-112", "POL-017", "PRV-004"], ["OPS-112", "PRV-004", "POL-017"]]
     steps = [step("vector_search", {"collection": "policies", "query": query, "top_k": 5}, _hits(order, [0.71 - index / 100, 0.69, 0.66], 40 + index)) for index, (query, order) in enumerate(zip(wordings, orders))]
     report = replay(policy, tmp_path, steps)
     assert first(report) == (2, "replan")
     assert "near_duplicate/reworded_call" in signals_at(report, 2)
+    # A wording that shares one word only is another question, though it gets the same documents.
+    other = [dict(entry) for entry in steps]
+    other[2]["args"] = {"collection": "policies", "query": "GDPR voice recording storage duration policy", "top_k": 5}
+    assert first(replay(policy, tmp_path, other)) is None
     # Other documents in the answer: the search found something new.
     steps[2]["output"] = _hits(["PRV-004", "OPS-112"], [0.7, 0.6], 41).replace("GDPR Data Subject", "Call Recording Retention")
     assert first(replay(policy, tmp_path, steps)) is None
@@ -167,8 +193,12 @@ def test_the_same_nudge_answered_by_plans_and_no_tool_call_is_a_monologue(policy
     # A tool call between the nudges: the agent acts, each nudge counts from there.
     acting = steps[:6] + [step("bash", {"command": "cd /workspace/api && pytest -q"}, "12 failed, 88 passed in 4.1s")] + steps[6:]
     assert first(replay(policy, tmp_path, acting[:-1])) is None
+    # A nudge that counts its copies ("reminder 2/10") is the same nudge.
+    counted = [dict(entry, output=f"{entry['output']} (reminder {index}/10)") if entry["output"] == NUDGE else entry for index, entry in enumerate(steps[:-1])]
+    assert first(replay(policy, tmp_path, counted)) == (7, "replan")
     # Other user messages between the plans are news: a conversation, not a nudge.
-    talk = [dict(entry, output=f"{entry['output']} ({index})") if entry["agent"] == "user" else entry for index, entry in enumerate(steps[:-1])]
+    replies = iter(["Sounds good.", "OK, what is next?", "Go ahead with that.", "Fine by me, carry on.", "Right."])
+    talk = [dict(entry, output=next(replies)) if entry["output"] == NUDGE else entry for entry in steps[:-1]]
     assert first(replay(policy, tmp_path, talk)) is None
 
 
@@ -271,5 +301,35 @@ PYTEST_REPORT = (
 def test_a_test_report_is_a_deterministic_failure_whatever_its_source_says() -> None:
     assert classify_failure(PYTEST_REPORT) == "deterministic"
     assert classify_failure("FAIL: test_login (tests.test_auth.LoginTest)\nAssertionError: 403 != 200") == "deterministic"
+    go = "--- FAIL: TestParseConfig (0.00s)\n    config_test.go:41: open testdata/missing.yaml: no such file or directory\nFAIL\nexit status 1"
+    jest = "FAIL src/config.test.ts\n  ● parses the config\n    ENOENT: no such file or directory, open 'fixtures/app.json'"
+    cargo = "running 3 tests\ntest parse::reads_file ... FAILED\n\nfailures:\n\n---- parse::reads_file stdout ----\nNotFound: no such file\n\ntest result: FAILED. 2 passed; 1 failed"
+    assert [classify_failure(text) for text in (go, jest, cargo)] == ["deterministic"] * 3
     # A status code still classifies: a test runner is not what answered 401.
     assert classify_failure("HTTP/1.1 401 Unauthorized\n\nE   not a test report") == "permanent"
+
+
+def test_the_same_question_asked_again_after_the_agent_acted_is_a_request(policy, tmp_path: Path) -> None:
+    question = step(None, output="Is payments-api OK to release on top of?", agent="user")
+    checks = [
+        step("bash", {"command": "kubectl get deploy payments-api -n prod"}, "NAME READY UP-TO-DATE AVAILABLE\npayments-api 3/3 3 3"),
+        step("bash", {"command": "gh run list --workflow ci.yml -L 1"}, "completed success main ci.yml 8812"),
+        step("bash", {"command": "curl -s https://status.example.com/api/v2/status.json"}, '{"status": {"indicator": "none", "description": "All Systems Operational"}}'),
+        step("bash", {"command": "git log -1 --format=%h origin/main"}, "9e1c4ab"),
+    ]
+    steps = [question, *checks, step(None, output="Yes: the deploy is healthy, CI is green and status is operational.", agent="ops"), question, *checks]
+    assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_a_lesson_in_parts_after_each_continue_is_no_monologue(policy, tmp_path: Path) -> None:
+    parts = [
+        "Part 1: a derivative measures how fast a function changes. Next, I'll explain the power rule.",
+        "Part 2: the power rule says the derivative of x^n is n x^(n-1). Next, I'll explain the product rule.",
+        "Part 3: the product rule says (fg)' = f'g + fg'. Next, I'll explain the quotient rule.",
+        "Part 4: the quotient rule says (f/g)' = (f'g - fg')/g^2. Next, I'll explain the chain rule.",
+        "Part 5: the chain rule says (f(g(x)))' = f'(g(x)) g'(x). Next, I'll show worked examples.",
+    ]
+    steps = [step(None, output="Teach me derivatives, one part at a time.", agent="user")]
+    for part in parts:
+        steps += [step(None, output=part, agent="tutor"), step(None, output="continue", agent="user")]
+    assert first(replay(policy, tmp_path, steps[:-1])) is None

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from loopguard import Guard
 from loopguard.policy import (
     PolicyError,
     PolicyFileWarning,
+    PolicyIOError,
     default_policy_path,
     explain_policy,
     list_profiles,
@@ -205,8 +207,12 @@ def test_writable_policy_warns(tmp_path: Path) -> None:
 def test_default_policy_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert default_policy_path() == "builtin:default"
-    write(tmp_path, "loopguard.yaml", "version: 1\n")
+    with pytest.raises(PolicyIOError) as missing:
+        Guard.from_file()
+    assert str(missing.value) == "1 problem in policy:\n  loopguard.yml:1:1: LG100: cannot read policy file: No such file or directory"
+    write(tmp_path, "loopguard.yaml", "version: 1\nmode: observe\n")
     assert default_policy_path() == "loopguard.yaml"  # the other spelling of the extension
+    assert Guard.from_file().policy.source == "loopguard.yaml"
     write(tmp_path, "loopguard.yml", "version: 1\n")
     assert default_policy_path() == "loopguard.yml"  # first when both are there
     assert os.path.exists(default_policy_path())

@@ -59,9 +59,9 @@ CURSOR_MIN_LENGTH = 2
 #: Shortest answer compared across differently worded calls: shorter ones ("sent", "ok",
 #: a count) are acknowledgements and values that many different calls share.
 ANSWER_MIN_LENGTH = 80
-#: Length of an answer (characters) from which one shared word makes a call that got it again
-#: a rewording of a call that got it before.
-LONG_ANSWER = 400
+#: Length of an answer (characters) from which LONG_ANSWER_SHARED shared words make a call
+#: that got it again a rewording of a call that got it before.
+LONG_ANSWER, LONG_ANSWER_SHARED = 400, 2
 #: Answers remembered, and calls counted per answer.
 ANSWERS_REMEMBERED, ANSWERS_COUNTED = 256, 16
 #: Words a call's text must share with one of the calls that got the same answer (over the
@@ -435,7 +435,7 @@ def shape_of(record: CallRecord) -> _Shape:
                 if key in COMMAND_ARGUMENT_NAMES:
                     if "-" in value:
                         options.extend(_command_parts(value)[0])
-                    if "." in value:
+                    if "." in value or "@" in value or ":" in value:
                         hosts.update(host.lower() for host in _HOST.findall(value[:_COMMAND_LIMIT]))
                 continue
         exact.append((key, value if isinstance(value, (str, int, float, bool, type(None))) else repr(_stable(value, 0))[:500]))
@@ -488,10 +488,14 @@ def _command_parts(command: str) -> tuple[list[tuple[str, str]], list[str]]:
 
 # A host a command names: after "//", "@" or "=" (a URL, user@host, --host=), or as a word of
 # its own with two dots at least (edge-01.fra.cdn.example.net, www.example.com), before a port,
-# a path, a quote or a space. A file name (nginx.conf, /etc/tls/www.example.com.pem) is none.
+# a path, a quote or a space; a short name after user@ or before a port (lb1, edge-01:443).
+# A file name (nginx.conf, /etc/tls/www.example.com.pem) is none.
 _HOST = re.compile(
     r"(?:(?<=//)|(?<=@)|(?<==))[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+(?=[:/\s'\"]|$)"
     r"|(?<![^\s'\"])[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?){2,}(?=[:/\s'\"]|$)"
+    # A short name: after user@ (deploy@lb1), or before a port (edge-01:443).
+    r"|(?<=[A-Za-z0-9_]@)[A-Za-z][A-Za-z0-9-]{0,62}(?=[:\s'\"]|$)"
+    r"|(?<![^\s'\"/])[A-Za-z][A-Za-z0-9-]{0,62}(?=:\d{2,5}(?![\d:]))"
 )
 
 # An environment assignment before a command: AWS_DEFAULT_REGION=eu-west-1.
@@ -1114,6 +1118,12 @@ ANNOUNCEMENT_OVERLAP = 0.4
 #: Share of an announcement's words, at most, that the agent had not written since the last
 #: news, for it to restate rather than announce the next step.
 ANNOUNCEMENT_NEW_WORDS = 0.4
+#: The same share for a plan answered to a repeated nudge (see NearDuplicate.message): the
+#: nudge already says the agent has not acted, so a plan restated in new words counts.
+NUDGED_NEW_WORDS = 0.6
+# A message (lowercased) that opens with a numbered part: "Part 3:", "Step 4 -", "Lesson 2".
+_NUMBERED_PART = re.compile(r"(?:part|step|section|chapter|lesson|day|stage|phase|module|unit|question|exercise)\s*#?\d+\b")
+_PART_INITIALS = frozenset("pscldmuqe")
 # What an agent's message says when it announces its next action (lowercased text). A message
 # that opens by saying an action is under way ("Placing the hold now", "Running screen_party
 # for ...") or says "now executing" claims it acts, which with no tool call is an announcement.
@@ -1225,8 +1235,8 @@ class NearDuplicate:
         self._messages_at = 0
         self._last_speaker: tuple[str, int] | None = None  # (message pseudo-tool, actions then) of the latest message
         self._thoughts = 0  # calls to scratchpad tools (kind think) so far
-        # Copies of the user's latest message in a row, and the tool calls (but to a scratchpad)
-        # made before its first copy (see user_message_repeated).
+        # Copies in a row of the user's latest message with no tool call between, and the tool
+        # calls made before the latest copy (see user_message_repeated).
         self._user_copies, self._calls_at_user_message = 0, -1
         # Each tool's latest call (its output arrives on the record), to tell a cursor followed,
         # and the digests of the pages that tools reached by cursors returned.
@@ -1239,7 +1249,7 @@ class NearDuplicate:
         self._answers: BoundedMap[int, _Answer] = BoundedMap(ANSWERS_REMEMBERED)
         # The latest differently worded calls in a row, per structure, that got empty answers
         # (see _empty_answer).
-        self._empty_answers: BoundedMap[tuple[Any, ...], _Answer] = BoundedMap(EMPTY_QUESTIONS_REMEMBERED)
+        self._empty_answers: BoundedMap[tuple[Any, ...], _EmptyAnswers] = BoundedMap(EMPTY_QUESTIONS_REMEMBERED)
 
     def reconfigure(self, config: NearDuplicateDetector) -> None:
         self.config = config
@@ -1360,10 +1370,17 @@ class NearDuplicate:
             rewords = bool(plan) and plan <= frozenset().union(*(said.stemmed(index)[0] for index in range(len(said.words))))
         else:
             rewords = False
-        if not rewords and self._user_copies >= 2 and speaker[1] == self._calls_at_user_message and _announces(text):
-            # The same nudge again and again, answered each time by a plan and no tool call: the
-            # plan is restated however it is worded (the nudge says the agent has not acted).
-            rewords = True
+        if not rewords and self._user_copies >= 2 and record.index == self._calls_at_user_message and said.words and _announces(text):
+            # The same nudge again, answered by a plan that says much of what the agent said
+            # since the nudge began, with no tool call: the plan restated (a tutor's next part,
+            # announced after each "continue", brings its own words).
+            plan = _stems(words - _ANNOUNCEMENT_WORDS)
+            said_before = frozenset().union(*(said.stemmed(index)[0] for index in range(len(said.words))))
+            rewords = bool(plan) and len(plan - said_before) <= NUDGED_NEW_WORDS * len(plan)
+        if rewords and text[:1] in _PART_INITIALS and (part := _NUMBERED_PART.match(text)) is not None:
+            # A numbered part not given before ("Part 3:", "Step 4:") is the next part of a lesson
+            # or a recipe, however much it shares with the parts before and whatever it announces.
+            rewords = any(part.group() == earlier[: len(part.group())] for earlier in said.texts)
         said.words.append(words)
         said.subjects.append(subjects)  # (None: read from the text when a later message asks)
         said.texts.append(text[:_ANNOUNCEMENT_READ])
@@ -1450,9 +1467,9 @@ class NearDuplicate:
         # acknowledgement do not.
         if len(body) >= LONG_ANSWER:
             # A long answer given again (the same documents, the same rows) is one question's:
-            # a shared word is enough (rewordings in other words: "call recordings retention",
-            # "deletion schedule for recorded phone calls").
-            if all(words.isdisjoint(shape.words) for words in answer.words):
+            # two shared words are enough (rewordings in other words: "call recordings retention
+            # EU customers", "how long are customer calls stored").
+            if all(len(words & shape.words) < LONG_ANSWER_SHARED for words in answer.words):
                 return None
         elif not any(_overlap(words, shape.words) >= ANSWER_OVERLAP for words in answer.words):
             return None
@@ -1481,32 +1498,35 @@ class NearDuplicate:
 
     def _empty_answer(self, record: CallRecord, shape: _Shape) -> Signal | None:
         """A call with text arguments got an empty answer: ``repeats`` + 1 differently worded
-        calls of one question in a row (the same tool and other arguments, each sharing a
-        quarter of its words with an earlier one, naming nothing new, no state changed between)
-        that all got empty answers make a ``reworded_call`` signal: a help-centre search
-        reworded again and again that finds nothing. A text naming something new (a number
-        such as an order or model, or a capitalised name inside it) is another item: a search
-        for each of several customers that finds none of them is a fan-out."""
+        calls of one question in a row (the same tool and other arguments, no state changed
+        between) that all got empty answers make a ``reworded_call`` signal: a help-centre
+        search reworded again and again that finds nothing. Each text must share a quarter of
+        its words with an earlier one, name no number the first did not (an order, a model),
+        and be no other item of a template: a text that is an earlier one with one stretch of
+        words replaced ("how to export invoices", "how to export contacts"; "crash when
+        uploading avatar", "crash when exporting pdf") asks about another item, and a
+        search for each that finds none of them is a fan-out."""
         if not COMMAND_ARGUMENT_NAMES.isdisjoint(shape.structure[2]):
             return None  # other commands are other questions
         key = record.signature.key
+        tokens = tuple(_TOKEN.findall(" ".join(shape.texts)[:_NAMES_READ].lower()))
         names = _named_items(shape.texts)
         streak = self._empty_answers.get(shape.structure)
         if (
             streak is None
             or streak.changes != self._changes
-            or not names <= streak.names  # type: ignore[operator]
+            or not names <= streak.names
             or not any(_overlap(words, shape.words) >= ANSWER_OVERLAP for words in streak.words)
+            or any(_other_item(tokens, earlier) for earlier in streak.tokens)
         ):
-            streak = _Answer(key, shape.words, self._changes, "")
-            streak.names = names
-            self._empty_answers.put(shape.structure, streak)
+            self._empty_answers.put(shape.structure, _EmptyAnswers(key, shape.words, tokens, names, self._changes))
             return None
         calls = streak.calls
         if key in calls or len(calls) >= ANSWERS_COUNTED:
             return None  # the same call again: the repeat detector's and no_progress's own case
         calls.add(key)
         streak.words.append(shape.words)
+        streak.tokens.append(tokens)
         if not self._active or len(calls) < self._repeats + EMPTY_REWORDINGS_EXTRA:
             return None
         return Signal(
@@ -1654,21 +1674,19 @@ class NearDuplicate:
             self.name, "pagination", self._pagination_score, f"{record.tool} follows the cursor of {page}", {"call": record.index, "cursor": cursor[:40]}
         )
 
-    def news(self, calls: int) -> None:
-        """A user message (``calls``: tool calls so far): the agent's earlier messages no longer
-        count as said since the last news, and a question reworded after it is asked with what
-        the user said."""
+    def news(self) -> None:
+        """A user message: the agent's earlier messages no longer count as said since the last
+        news, and a question reworded after it is asked with what the user said."""
         self._messages.clear()
         self._empty_answers.clear()
-        self._user_copies, self._calls_at_user_message = 1, calls - self._thoughts
+        self._user_copies = 1
 
     def user_message_repeated(self, calls: int) -> None:
-        """The user's message again, word for word (a harness's "Please continue working on the
-        task" nudge): no news. Counted while the agent makes no tool call between the copies."""
-        if calls - self._thoughts == self._calls_at_user_message:
-            self._user_copies += 1
-        else:
-            self._user_copies, self._calls_at_user_message = 1, calls - self._thoughts
+        """The user's message again, with no tool call since its previous copy (a harness's
+        "Please continue working on the task" nudge; ``calls``: tool calls so far): no news
+        (see the session)."""
+        self._user_copies += 1
+        self._calls_at_user_message = calls
 
     def _read(self, record: CallRecord) -> _Shape:
         """What the arguments of a call with this signature say (``_PLAIN`` or their shape)."""
@@ -1746,20 +1764,53 @@ class _Answer:
         self.changes = changes
         self.body = body  # the first answer as _answer_body reads it
         self.unstamped: str | None = None  # the body without response stamps, once another answer looks alike
-        self.names: frozenset[str] = frozenset()  # what the first of empty answers' texts names (see _named_items)
 
 
-# What a text names: words with a digit ("X-200", "INV-88213", "2FA") and capitalised words
-# after its first ("Jürgen", "Okta"); words in capitals ("SSO", "MFA") are terms, not names.
-_NAMED_ITEM = re.compile(r"[\w-]*\d[\w-]*|(?<=\S\s)[^\W\d_a-z][^\W\d_A-Z]+")
+class _EmptyAnswers:
+    """Differently worded calls of one question in a row that got empty answers (see
+    ``NearDuplicate._empty_answer``): their signature keys, word sets and token sequences,
+    the numbers the first named, and the run's state change count when the first was made."""
+
+    __slots__ = ("calls", "words", "tokens", "names", "changes")
+
+    def __init__(self, call: int, words: frozenset[str], tokens: tuple[str, ...], names: frozenset[str], changes: int) -> None:
+        self.calls = {call}
+        self.words = [words]
+        self.tokens = [tokens]
+        self.names = names
+        self.changes = changes
+
+
+# A word with a digit in it ("X-200", "INV-88213"): it names an item when it has two digits
+# or more ("2FA" and "2-step" are terms).
+_NAMED_ITEM = re.compile(r"[\w-]*\d[\w-]*")
+_TOKEN = re.compile(r"\w+")
 
 
 def _named_items(texts: tuple[str, ...]) -> frozenset[str]:
-    """The items the text arguments ``texts`` name, lowercased (see ``_NAMED_ITEM``)."""
+    """The numbers the text arguments ``texts`` name, lowercased (see ``_NAMED_ITEM``)."""
     names: set[str] = set()
     for text in texts:
-        names.update(name.lower() for name in _NAMED_ITEM.findall(text[:_NAMES_READ]))
+        for name in _NAMED_ITEM.findall(text[:_NAMES_READ]):
+            if sum(character.isdigit() for character in name) >= 2:
+                names.add(name.lower())
     return frozenset(names)
+
+
+def _other_item(tokens: tuple[str, ...], earlier: tuple[str, ...]) -> bool:
+    """Whether ``tokens`` are ``earlier`` with one stretch of words replaced, the words kept
+    at the start and the end being half of the shorter text at least: another item of one
+    template ("how to export invoices", "how to export calendar events")."""
+    shorter = min(len(tokens), len(earlier))
+    if not shorter or tokens == earlier:
+        return False
+    start = 0
+    while start < shorter and tokens[start] == earlier[start]:
+        start += 1
+    end = 0
+    while end < shorter - start and tokens[-1 - end] == earlier[-1 - end]:
+        end += 1
+    return 2 * (start + end) >= shorter
 
 
 _NAMES_READ = 500  # characters of a text argument read for names
