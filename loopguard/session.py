@@ -62,6 +62,7 @@ _DETECTOR_MESSAGES = {
 
 _DIGITS = re.compile(r"\d+")  # (numbers in a nudge count its copies: "reminder 2/10")
 
+
 def _text(value: Any, fallback: str = "?") -> str:
     """``value`` as a string, whatever it is (a tool name, an agent); never raises."""
     if type(value) is str:
