@@ -598,7 +598,8 @@ _CONTENTION = re.compile(
     r"\b(?:acquiring (?:the )?(?:state )?lock|lock (?:is )?(?:already )?(?:held|taken|acquired by)|"
     r"(?:database|table|file|resource|state) is locked|locked by (?:another|a different)|could not (?:obtain|acquire) (?:a |the )?lock|"
     r"lock (?:wait )?timeout|deadlock (?:detected|found)|(?:device or )?resource (?:is )?busy|"
-    r"another (?:operation|process|instance|update|deployment|run) is (?:already )?(?:in progress|running)|operation (?:is )?already in progress)\b"
+    r"another (?:operation|process|instance|update|deployment|run) is (?:already )?(?:in progress|running)|operation (?:is )?already in progress|"
+    r"(?:object|resource|namespace) is being deleted|is (?:still )?terminating|pending deletion)\b"
 )
 _CONTENTION_ASCII = _ascii_twin(_CONTENTION)
 #: Status codes under which contention words still mean contention (None: no code).
@@ -769,7 +770,7 @@ def _classify_head(head: str) -> str:
         # it is a rate that comes back (Gemini's free tier "per minute ... retry in 21s").
         return RETRYABLE if _RATE_HINT.search(head) else PERMANENT
     code = status_code(head)
-    if ("lock" in head or "busy" in head or "in progress" in head) and code in _CONTENTION_CODES:
+    if ("lock" in head or "busy" in head or "in progress" in head or "delet" in head or "terminating" in head) and code in _CONTENTION_CODES:
         if (_CONTENTION_ASCII if head.isascii() else _CONTENTION).search(head):
             # Waiting for another holder to finish: retrying later is correct, whatever the
             # failed attempt's code says of the request (Terraform's lock is a DynamoDB 400).

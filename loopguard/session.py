@@ -60,7 +60,11 @@ _DETECTOR_MESSAGES = {
 }
 
 
-_DIGITS = re.compile(r"\d+")  # (numbers in a nudge count its copies: "reminder 2/10")
+# A counter in a nudge, which counts its copies or what is left: "reminder 2/10", "3 of 10",
+# "7 steps left" (other numbers are what the user asks about: "convert 350 F").
+_NUDGE_COUNTER = re.compile(r"\d+\s*(?:/|of)\s*\d+|\d+(?=\s+(?:steps?|turns?|iterations?|attempts?|tries|calls?|messages?)\s+(?:left|remaining))")
+#: Words a user message needs to be a nudge when it is said again (see observe_user_message).
+NUDGE_WORDS = 10
 
 
 def _text(value: Any, fallback: str = "?") -> str:
@@ -270,11 +274,14 @@ class Session:
             self.turn = Counters(steps=1)
             self.turn_index += 1
             message = _text(text, "")
-            # The same message (numbers aside: "reminder 2/10") with no tool call since
+            # The same message (counters aside: "reminder 2/10") with no tool call since
             # its previous copy is a nudge; asked again after the agent acted, it is a request.
-            body = _DIGITS.sub("#", message_body(message)) if message.strip() else ""
-            repeated = bool(body) and body == self._user_message_body and self._calls == self._calls_at_user_message
-            self.user_message, self._user_message_body, self._calls_at_user_message = message, body, self._calls
+            # A nudge is a harness's boilerplate, not a person's short reply: "continue", "yes",
+            # "2" or "Convert 350 F" said again is a conversation going on.
+            body = _NUDGE_COUNTER.sub("#", message_body(message)) if len(message.split()) >= NUDGE_WORDS else ""
+            calls = self._calls - self._near_duplicate.thoughts  # (a scratchpad entry is no action)
+            repeated = bool(body) and body == self._user_message_body and calls == self._calls_at_user_message
+            self.user_message, self._user_message_body, self._calls_at_user_message = message, body, calls
             if repeated:
                 self._near_duplicate.user_message_repeated(self._calls)
                 return

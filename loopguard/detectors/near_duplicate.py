@@ -59,9 +59,6 @@ CURSOR_MIN_LENGTH = 2
 #: Shortest answer compared across differently worded calls: shorter ones ("sent", "ok",
 #: a count) are acknowledgements and values that many different calls share.
 ANSWER_MIN_LENGTH = 80
-#: Length of an answer (characters) from which LONG_ANSWER_SHARED shared words make a call
-#: that got it again a rewording of a call that got it before.
-LONG_ANSWER, LONG_ANSWER_SHARED = 400, 2
 #: Answers remembered, and calls counted per answer.
 ANSWERS_REMEMBERED, ANSWERS_COUNTED = 256, 16
 #: Words a call's text must share with one of the calls that got the same answer (over the
@@ -1236,8 +1233,8 @@ class NearDuplicate:
         self._last_speaker: tuple[str, int] | None = None  # (message pseudo-tool, actions then) of the latest message
         self._thoughts = 0  # calls to scratchpad tools (kind think) so far
         # Copies in a row of the user's latest message with no tool call between, and the tool
-        # calls made before the latest copy (see user_message_repeated).
-        self._user_copies, self._calls_at_user_message = 0, -1
+        # calls (but to a scratchpad) made before the latest copy (see user_message_repeated).
+        self._user_copies, self._actions_at_user_message = 0, -1
         # Each tool's latest call (its output arrives on the record), to tell a cursor followed,
         # and the digests of the pages that tools reached by cursors returned.
         self._previous: dict[str, CallRecord] = {}
@@ -1370,7 +1367,7 @@ class NearDuplicate:
             rewords = bool(plan) and plan <= frozenset().union(*(said.stemmed(index)[0] for index in range(len(said.words))))
         else:
             rewords = False
-        if not rewords and self._user_copies >= 2 and record.index == self._calls_at_user_message and said.words and _announces(text):
+        if not rewords and self._user_copies >= 2 and speaker[1] == self._actions_at_user_message and said.words and _announces(text):
             # The same nudge again, answered by a plan that says much of what the agent said
             # since the nudge began, with no tool call: the plan restated (a tutor's next part,
             # announced after each "continue", brings its own words).
@@ -1465,13 +1462,7 @@ class NearDuplicate:
             return None  # the same call again: the repeat detector's and no_progress's own case
         # Rewordings of one question share some of its words; unrelated tasks that get the same
         # acknowledgement do not.
-        if len(body) >= LONG_ANSWER:
-            # A long answer given again (the same documents, the same rows) is one question's:
-            # two shared words are enough (rewordings in other words: "call recordings retention
-            # EU customers", "how long are customer calls stored").
-            if all(len(words & shape.words) < LONG_ANSWER_SHARED for words in answer.words):
-                return None
-        elif not any(_overlap(words, shape.words) >= ANSWER_OVERLAP for words in answer.words):
+        if not any(_overlap(words, shape.words) >= ANSWER_OVERLAP for words in answer.words):
             return None
         if body != answer.body:
             if answer.unstamped is None:
@@ -1681,12 +1672,17 @@ class NearDuplicate:
         self._empty_answers.clear()
         self._user_copies = 1
 
+    @property
+    def thoughts(self) -> int:
+        """Calls to scratchpad tools (kind ``think``) so far."""
+        return self._thoughts
+
     def user_message_repeated(self, calls: int) -> None:
-        """The user's message again, with no tool call since its previous copy (a harness's
-        "Please continue working on the task" nudge; ``calls``: tool calls so far): no news
-        (see the session)."""
+        """The user's message again, with no tool call (but to a scratchpad) since its previous
+        copy (a harness's "Please continue working on the task" nudge; ``calls``: tool calls so
+        far): no news (see the session)."""
         self._user_copies += 1
-        self._calls_at_user_message = calls
+        self._actions_at_user_message = calls - self._thoughts
 
     def _read(self, record: CallRecord) -> _Shape:
         """What the arguments of a call with this signature say (``_PLAIN`` or their shape)."""
@@ -1798,8 +1794,8 @@ def _named_items(texts: tuple[str, ...]) -> frozenset[str]:
 
 
 def _other_item(tokens: tuple[str, ...], earlier: tuple[str, ...]) -> bool:
-    """Whether ``tokens`` are ``earlier`` with one stretch of words replaced, the words kept
-    at the start and the end being half of the shorter text at least: another item of one
+    """Whether ``tokens`` are ``earlier`` with one stretch of words replaced, the words kept at
+    the start and the end being half of the shorter text at least: another item of one
     template ("how to export invoices", "how to export calendar events")."""
     shorter = min(len(tokens), len(earlier))
     if not shorter or tokens == earlier:
@@ -1902,19 +1898,7 @@ def _answer_body(text: str, echoes: list[str]) -> str:
     for word, score in _SCORES:
         if word in text:
             text = score.sub(word, text)  # (a constant replacement: no template to expand per match)
-    if "}, {" in text or "},{" in text:
-        # A list of objects (hits, rows) in another order is the same answer: relevance ranks
-        # shift between wordings. The items are compared sorted, the list's lead and tail kept.
-        lead, bracket, rest = text.partition("[{")
-        end = rest.rfind("}]")
-        if bracket and end >= 0:
-            items = _ITEM_SEPARATOR.split(rest[:end])
-            if len(items) > 1:
-                text = lead + bracket + "\x02".join(sorted(items)) + rest[end:]
     return text
-
-
-_ITEM_SEPARATOR = re.compile(r"\}\s*,\s*\{")
 
 
 _ANNOUNCEMENT_READ = 600  # characters of a message read for an announcement
