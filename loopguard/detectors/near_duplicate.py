@@ -225,7 +225,6 @@ class _Shape:
     sequence: int = 0  # digest of the structure: the paging sequence a ranged call belongs to
     options: tuple[tuple[str, str], ...] = ()  # a command's named options and their values (see _command_parts)
     hosts: frozenset[str] = frozenset()  # the host names a command names (see _HOST)
-    texts: tuple[str, ...] = ()  # the text values the words come from, as written
 
 
 #: The shape of arguments with no text, range, throwaway key or volatile value (see _plain).
@@ -384,7 +383,6 @@ def shape_of(record: CallRecord) -> _Shape:
     words: set[str] = set()
     options: list[tuple[str, str]] = []
     hosts: set[str] = set()
-    texts: list[str] = []
     for key in sorted(arguments):
         value = arguments[key]
         if key in range_keys or _kind_of(key).role == _THROWAWAY:
@@ -421,13 +419,11 @@ def shape_of(record: CallRecord) -> _Shape:
                     rest, text = searched
                     exact.append((key, rest))
                     text_keys.append(key)
-                    texts.append(text)
                     words |= _words(text)
                     continue
             # A placeholder for a cut value is exact, not wording: two different ones share all their words.
             if " " in value.strip() and not is_digest_placeholder(value):
                 text_keys.append(key)
-                texts.append(value)
                 words |= _words(value)
                 if key in COMMAND_ARGUMENT_NAMES:
                     if "-" in value:
@@ -438,7 +434,7 @@ def shape_of(record: CallRecord) -> _Shape:
         exact.append((key, value if isinstance(value, (str, int, float, bool, type(None))) else repr(_stable(value, 0))[:500]))
     structure = (record.tool, tuple(exact), tuple(text_keys), span is not None)
     if span is None:
-        return _Shape(record.signature.key, structure, frozenset(words), None, options=tuple(options), hosts=frozenset(hosts), texts=tuple(texts))
+        return _Shape(record.signature.key, structure, frozenset(words), None, options=tuple(options), hosts=frozenset(hosts))
     words_read = frozenset(words)
     # A page number is shown as one ("page 4"), any other range as its bounds ("20–40").
     page = len(range_keys) == 1 and _kind_of(range_keys[0]).role == _PAGE
@@ -1500,8 +1496,9 @@ class NearDuplicate:
         if not COMMAND_ARGUMENT_NAMES.isdisjoint(shape.structure[2]):
             return None  # other commands are other questions
         key = record.signature.key
-        tokens = tuple(_TOKEN.findall(" ".join(shape.texts)[:_NAMES_READ].lower()))
-        names = _named_items(shape.texts)
+        texts = _texts(record.signature.arguments, shape.structure[2])
+        tokens = tuple(_TOKEN.findall(" ".join(texts)[:_NAMES_READ].lower()))
+        names = _named_items(texts)
         streak = self._empty_answers.get(shape.structure)
         if (
             streak is None
@@ -1781,6 +1778,18 @@ class _EmptyAnswers:
 # or more ("2FA" and "2-step" are terms).
 _NAMED_ITEM = re.compile(r"[\w-]*\d[\w-]*")
 _TOKEN = re.compile(r"\w+")
+
+
+def _texts(arguments: Any, text_keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The text values of ``arguments`` under ``text_keys`` as shape_of read their words: a
+    search engine's URL by the words it searches for."""
+    texts = []
+    for key in text_keys:
+        value = arguments.get(key) if type(arguments) is dict else None
+        if type(value) is str:
+            searched = _url_search(value) if "://" in value and "?" in value and " " not in value else None
+            texts.append(searched[1] if searched is not None else value)
+    return tuple(texts)
 
 
 def _named_items(texts: tuple[str, ...]) -> frozenset[str]:
