@@ -1749,7 +1749,7 @@ class _Answer:
     """The calls of one tool that got one answer (see ``NearDuplicate._same_answer``), the
     words of their texts, and the run's state change count ``changes`` when it was first got."""
 
-    __slots__ = ("calls", "words", "changes", "body", "unstamped", "names")
+    __slots__ = ("calls", "words", "changes", "body", "unstamped")
 
     def __init__(self, call: int, words: frozenset[str], changes: int, body: str) -> None:
         self.calls = {call}
