@@ -202,7 +202,7 @@ class Session:
         self.turn = Counters()
         self.turn_index = 0
         self.user_message = ""
-        self._user_message_body, self._calls_at_user_message = "", -1  # (see observe_user_message)
+        self._user_message_body, self._actions_at_user_message = "", -1  # (see observe_user_message)
         self._rule_budgets: dict[tuple[str, str], int] = {}
         self._steps = 0
         self._calls = 0
@@ -279,11 +279,11 @@ class Session:
             # A nudge is a harness's boilerplate, not a person's short reply: "continue", "yes",
             # "2" or "Convert 350 F" said again is a conversation going on.
             body = _NUDGE_COUNTER.sub("#", message_body(message)) if len(message.split()) >= NUDGE_WORDS else ""
-            calls = self._calls - self._near_duplicate.thoughts  # (a scratchpad entry is no action)
-            repeated = bool(body) and body == self._user_message_body and calls == self._calls_at_user_message
-            self.user_message, self._user_message_body, self._calls_at_user_message = message, body, calls
+            actions = self._calls - self._near_duplicate.thoughts  # (a scratchpad entry is no action)
+            repeated = bool(body) and body == self._user_message_body and actions == self._actions_at_user_message
+            self.user_message, self._user_message_body, self._actions_at_user_message = message, body, actions
             if repeated:
-                self._near_duplicate.user_message_repeated(self._calls)
+                self._near_duplicate.user_message_repeated(actions)
                 return
             self._no_progress.reset_turn(self._memory)
             self._near_duplicate.news()

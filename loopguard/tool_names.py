@@ -173,14 +173,13 @@ def echoes(arguments: Any, output: str) -> bool:
     done"``, ``python3 -c "print('running total: 4000')"``): the call made no news, it said
     what the agent wrote. Outputs of 8 to 200 characters (shorter ones are found anywhere)."""
     stripped = output.strip()
-    if not _ECHO_MIN <= len(stripped) <= ECHO_MAX or type(arguments) is not dict:
+    if not _ECHO_MIN <= len(stripped) <= _ECHO_MAX or type(arguments) is not dict:
         return False
     command = _command_of(arguments)
     return command is not None and stripped in command
 
 
-_ECHO_MIN = 8
-ECHO_MAX = 200  # characters of an output, at most, that may be an echo
+_ECHO_MIN, _ECHO_MAX = 8, 200  # characters of an output that may be an echo
 
 
 def _command_of(arguments: dict[Any, Any]) -> str | None:

@@ -1674,12 +1674,12 @@ class NearDuplicate:
         """Calls to scratchpad tools (kind ``think``) so far."""
         return self._thoughts
 
-    def user_message_repeated(self, calls: int) -> None:
+    def user_message_repeated(self, actions: int) -> None:
         """The user's message again, with no tool call (but to a scratchpad) since its previous
-        copy (a harness's "Please continue working on the task" nudge; ``calls``: tool calls so
-        far): no news (see the session)."""
+        copy (a harness's "Please continue working on the task" nudge; ``actions``: tool calls
+        so far but to a scratchpad): no news (see the session)."""
         self._user_copies += 1
-        self._actions_at_user_message = calls - self._thoughts
+        self._actions_at_user_message = actions
 
     def _read(self, record: CallRecord) -> _Shape:
         """What the arguments of a call with this signature say (``_PLAIN`` or their shape)."""

@@ -20,7 +20,7 @@ from ..policy.schema import FailureDetector, NoProgressDetector
 from ..observations import NO_MATCH, REFUSED, Observation, is_acknowledgement, is_empty_data, is_final, is_pending, reports_failure
 from .base import RECENT_RESULTS, BoundedMap, CallRecord, RunMemory, describe, polls
 from .failure import FORGIVEN_AFTER_NEW_CHANGES
-from ..tool_names import ECHO_MAX, acts_by_name, echoes, operation_of, runs_command, writes_by_name
+from ..tool_names import acts_by_name, echoes, operation_of, runs_command, writes_by_name
 from .near_duplicate import sends_cursor, unstamped_digest
 
 _TOOLS_REMEMBERED = 256
@@ -476,7 +476,7 @@ class NoProgress:
         if stale:
             if not batch_news:
                 memory.stale_streak += 1
-        elif environment and not (memory.stale_streak and len(observation.text) <= ECHO_MAX and echoes(record.signature.arguments, observation.text)):
+        elif environment and not (memory.stale_streak and echoes(record.signature.arguments, observation.text)):
             # (A command that printed what its own command line says brings no news: the streak holds.)
             memory.stale_streak = 0
             if not observation.error and kind != "stalled_poll":  # a poll's same answer is no news

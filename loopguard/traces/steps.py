@@ -106,9 +106,10 @@ def _arguments(step: Mapping[str, Any], location: str) -> Any:
     if isinstance(value, str):
         # JSON text of an object, as chat traces carry it, is kept as given; the other texts
         # that signature.parse_arguments reads as arguments ("", "null") are no arguments.
+        an_object = value.lstrip().startswith("{")
         if isinstance(parse_arguments(value), dict):
-            return value if value.lstrip().startswith("{") else {}
-        if value.lstrip().startswith("{"):
+            return value if an_object else {}
+        if an_object:
             raise MalformedTrace(location, f"{key!r} must be an object, got a string that is not valid JSON: {value[:60]!r}")
     raise MalformedTrace(location, f"{key!r} must be an object, got {type_name(value)}")
 
