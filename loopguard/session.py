@@ -189,14 +189,14 @@ class Session:
         self._no_progress = NoProgress(detectors.no_progress)
         self._failure = Failure(detectors.failure)
         self._handoff = Handoff(detectors.handoff)
-        self._near_duplicate = NearDuplicate(detectors.near_duplicate)
+        self._memory = RunMemory()
+        self._near_duplicate = NearDuplicate(detectors.near_duplicate, self._memory)
         self._call_detectors = (self._repeat, self._cycle, self._near_duplicate, self._failure)  # judge pending calls
         # A deliberate pause between checks repeats by design and is no step of a loop; pauses
         # in a row with nothing between are only repeats.
         self._wait_detectors = (self._failure,)
         self._waits_in_a_row_detectors = (self._repeat, self._failure)
         self._waited = False  # the latest call was a deliberate wait (kind ``wait``)
-        self._memory = RunMemory()
         self._stale: Signal | None = None  # the no_progress signal while its pattern holds
         self.run = Counters()
         self.turn = Counters()
@@ -286,7 +286,7 @@ class Session:
                 self._near_duplicate.user_message_repeated(actions)
                 return
             self._no_progress.reset_turn(self._memory)
-            self._near_duplicate.news()
+            self._near_duplicate.news(message)
             self._cycle.news()
             self._stale = None
 

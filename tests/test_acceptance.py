@@ -439,10 +439,11 @@ def test_review_cases(policy) -> None:
         # read as one question reworded (a template of one stretch is a fan-out; allowing two
         # made synonym rewordings a fan-out too).
         "r17b-h-contacts-name-company": "false_alarm",
-        # One verb or ending swapped for a synonym each time: one stretch replaced reads as
-        # another item of a template.
-        "r17b-s-2fa-verb-swaps": "missed",
-        "r17b-s-cancel-subscription-verbs": "missed",
+        # One verb swapped for a synonym each time: the same question with another verb.
+        "r17b-s-2fa-verb-swaps": "ok",
+        "r17b-s-cancel-subscription-verbs": "ok",
+        # An ending swapped for a synonym ("refund for double charge / duplicate payment")
+        # reads as another item of a template ("crash when uploading avatar / exporting pdf").
         "r17b-s-refund-suffix-swaps": "missed",
         # A think call before each restated plan: caught, three plans after the window.
         "r17b-s-nudge-with-think-tool": "late",

@@ -8,7 +8,7 @@ from pathlib import Path
 from test_detector_kinds import first, replay, signals_at, step  # noqa: F401  (policy is a fixture)
 from test_detector_kinds import policy  # noqa: F401
 
-from loopguard.detectors.near_duplicate import _TOKEN, _named_items, _other_item, _url_search
+from loopguard.detectors.near_duplicate import _TOKEN, _named_items, _url_search, replaced_stretch
 from loopguard.observations import classify_failure, is_not_found, observe
 from loopguard.tool_names import echoes
 
@@ -62,9 +62,10 @@ def test_what_a_text_names_and_other_items_of_a_template() -> None:
     # A term with one digit is no item ("2FA", "2-step"); neither are capitalised words (German nouns).
     assert _named_items(("Reset 2FA or 2-step for the SSO Konto",)) == frozenset()
     tokens = lambda text: tuple(_TOKEN.findall(text.lower()))  # noqa: E731
-    assert _other_item(tokens("how to export calendar events"), tokens("how to export invoices")) is True
-    assert _other_item(tokens("Jonas Müller"), tokens("Anna Müller")) is True
-    assert _other_item(tokens("two-factor authentication reset lost device"), tokens("reset 2FA without phone")) is False
+    assert replaced_stretch(tokens("how to export calendar events"), tokens("how to export invoices")) == (3, 0)
+    assert replaced_stretch(tokens("Jonas Müller"), tokens("Anna Müller")) == (0, 1)
+    assert replaced_stretch(tokens("two-factor authentication reset lost device"), tokens("reset 2FA without phone")) is None
+    assert replaced_stretch(tokens("reset 2FA without phone"), tokens("reset 2FA without phone")) is None
 
 
 def test_empty_searches_for_items_of_a_template_are_a_fan_out(policy, tmp_path: Path) -> None:

@@ -1210,8 +1210,11 @@ class _Said:
 class NearDuplicate:
     name = "near_duplicate"
 
-    def __init__(self, config: NearDuplicateDetector) -> None:
+    def __init__(self, config: NearDuplicateDetector, memory: RunMemory | None = None) -> None:
+        """``memory``: the session's run memory, read on rare paths that need the latest
+        results (see :meth:`_given_texts`)."""
         self.reconfigure(config)
+        self._memory = memory if memory is not None else RunMemory()
         # Each tool's latest calls: (shape, whether it re-read a range, the call's record, the
         # number of calls that changed state before it).
         self._recent: BoundedMap[str, deque[tuple[_Shape, bool, CallRecord, int]]] = BoundedMap(_TOOLS_REMEMBERED)
@@ -1228,6 +1231,7 @@ class NearDuplicate:
         self._messages_at = 0
         self._last_speaker: tuple[str, int] | None = None  # (message pseudo-tool, actions then) of the latest message
         self._thoughts = 0  # calls to scratchpad tools (kind think) so far
+        self._user_message = ""  # the latest user message (items it names are given, see _given)
         # Copies in a row of the user's latest message with no tool call between, and the tool
         # calls (but to a scratchpad) made before the latest copy (see user_message_repeated).
         self._user_copies, self._actions_at_user_message = 0, -1
@@ -1492,7 +1496,8 @@ class NearDuplicate:
         and be no other item of a template: a text that is an earlier one with one stretch of
         words replaced ("how to export invoices", "how to export contacts"; "crash when
         uploading avatar", "crash when exporting pdf") asks about another item, and a
-        search for each that finds none of them is a fan-out."""
+        search for each that finds none of them is a fan-out, when the item is given (see
+        :meth:`_other_item`)."""
         if not COMMAND_ARGUMENT_NAMES.isdisjoint(shape.structure[2]):
             return None  # other commands are other questions
         key = record.signature.key
@@ -1505,7 +1510,7 @@ class NearDuplicate:
             or streak.changes != self._changes
             or not names <= streak.names
             or not any(_overlap(words, shape.words) >= ANSWER_OVERLAP for words in streak.words)
-            or any(_other_item(tokens, earlier) for earlier in streak.tokens)
+            or self._other_item(tokens, texts, streak.tokens)
         ):
             self._empty_answers.put(shape.structure, _EmptyAnswers(key, shape.words, tokens, names, self._changes))
             return None
@@ -1524,6 +1529,38 @@ class NearDuplicate:
             f"{record.tool} found nothing for {len(calls)} differently worded calls of one question in a row",
             {"call": record.index, "similar_calls": len(calls)},
         )
+
+    def _other_item(self, tokens: tuple[str, ...], texts: tuple[str, ...], streak: list[tuple[str, ...]]) -> bool:
+        """Whether a text (``tokens``, read from ``texts``) asks about another item than the
+        streak's texts: an earlier text with one stretch replaced (see :func:`replaced_stretch`).
+        A stretch in the place of an action, first or after "to" / "I" / "you" / "we" with
+        words kept after it ("reset 2FA without phone", "disable 2FA without phone"; "how do
+        I cancel / end / terminate my subscription"), is the same question asked with another
+        verb, unless it names an item (a number, a name) or the run was given its words (the
+        latest user message or a recent answer names them all: "pause or cancel my plan")."""
+        given: list[str] | None = None
+        for earlier in streak:
+            kept = replaced_stretch(tokens, earlier)
+            if kept is None:
+                continue
+            start, end = kept
+            stretch = tokens[start : len(tokens) - end]
+            if not end or not stretch or (start and tokens[start - 1] not in _ACTION_FRAME) or _names_item(stretch, texts):
+                return True
+            if given is None:
+                given = self._given_texts()
+            if _given(stretch, given):
+                return True
+        return False
+
+    def _given_texts(self) -> list[str]:
+        """The latest user message and the latest results with something in them, lowercased."""
+        texts = [self._user_message.lower()]
+        for record in self._memory.recent:
+            observation = record.observation
+            if observation is not None and not observation.empty and not observation.error:
+                texts.append(observation.text.lower())
+        return texts
 
     def _read_page(self, record: CallRecord, observation: Observation) -> None:
         """Remember the page a ranged call read; mark the call ``repeats_known`` when its paging
@@ -1662,12 +1699,14 @@ class NearDuplicate:
             self.name, "pagination", self._pagination_score, f"{record.tool} follows the cursor of {page}", {"call": record.index, "cursor": cursor[:40]}
         )
 
-    def news(self) -> None:
-        """A user message: the agent's earlier messages no longer count as said since the last
-        news, and a question reworded after it is asked with what the user said."""
+    def news(self, message: str = "") -> None:
+        """A user message (``message``, its text): the agent's earlier messages no longer count
+        as said since the last news, and a question reworded after it is asked with what the
+        user said."""
         self._messages.clear()
         self._empty_answers.clear()
         self._user_copies = 1
+        self._user_message = message
 
     @property
     def thoughts(self) -> int:
@@ -1802,20 +1841,48 @@ def _named_items(texts: tuple[str, ...]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _other_item(tokens: tuple[str, ...], earlier: tuple[str, ...]) -> bool:
-    """Whether ``tokens`` are ``earlier`` with one stretch of words replaced, the words kept at
-    the start and the end being half of the shorter text at least: another item of one
-    template ("how to export invoices", "how to export calendar events")."""
+def replaced_stretch(tokens: tuple[str, ...], earlier: tuple[str, ...]) -> tuple[int, int] | None:
+    """How many words of ``tokens`` are kept from ``earlier`` at the start and at the end when
+    the rest replaces one stretch of ``earlier`` and the kept words are half of the shorter
+    text at least (a template filled in again: "how to export invoices", "how to export
+    calendar events" keep ``(3, 0)``); ``None`` for texts that are equal or differ more."""
     shorter = min(len(tokens), len(earlier))
     if not shorter or tokens == earlier:
-        return False
+        return None
     start = 0
     while start < shorter and tokens[start] == earlier[start]:
         start += 1
     end = 0
     while end < shorter - start and tokens[-1 - end] == earlier[-1 - end]:
         end += 1
-    return 2 * (start + end) >= shorter
+    return (start, end) if 2 * (start + end) >= shorter else None
+
+
+#: Words after which a replaced stretch stands in an action's place ("how to X", "how do I X").
+_ACTION_FRAME = frozenset({"to", "i", "you", "we"})
+
+
+def _names_item(stretch: tuple[str, ...], texts: tuple[str, ...]) -> bool:
+    """Whether a replaced stretch names an item: it holds a number, or one of its words is
+    capitalised as a name is ("find customer Ana Silva", "Anna Müller"; a text's first word
+    counts only when the next is capitalised too, as a sentence's first word is capitalised)."""
+    if any(not word.isalpha() for word in stretch):
+        return True
+    words = set(stretch)
+    for text in texts:
+        found = _TOKEN.findall(text[:_NAMES_READ])
+        for index, word in enumerate(found):
+            if word[:1].isupper() and word.lower() in words and (index or (len(found) > 1 and found[1][:1].isupper())):
+                return True
+    return False
+
+
+def _given(stretch: tuple[str, ...], texts: list[str]) -> bool:
+    """Whether one of ``texts`` (lowercased) names every word of a replaced stretch (as words)."""
+    for text in texts:
+        if all(re.search(rf"\b{re.escape(word)}\b", text) for word in stretch):
+            return True
+    return False
 
 
 _NAMES_READ = 500  # characters of a text argument read for names
