@@ -445,10 +445,8 @@ def test_review_cases(policy) -> None:
         # An ending swapped for a synonym ("refund for double charge / duplicate payment")
         # reads as another item of a template ("crash when uploading avatar / exporting pdf").
         "r17b-s-refund-suffix-swaps": "missed",
-        # A think call before each restated plan: caught, three plans after the window.
-        "r17b-s-nudge-with-think-tool": "late",
-        # Questions ("Should I go ahead?") are no announced plans.
-        "r17b-s-asks-permission-despite-nudges": "missed",
+        "r17b-s-nudge-with-think-tool": "ok",
+        "r17b-s-asks-permission-despite-nudges": "ok",
     }
 
 

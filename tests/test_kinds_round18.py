@@ -39,3 +39,56 @@ def test_actions_the_user_named_or_items_in_an_actions_place_are_a_fan_out(polic
     # A stretch after a kept frame that is no action's place stays another item.
     crashes = ["crash when uploading avatar", "crash when exporting pdf", "crash when switching dark mode", "crash when opening push notification"]
     assert first(replay(policy, tmp_path, _searches(crashes))) is None
+
+
+NUDGE = "Please continue working on the task on whatever approach you think is suitable. If you have solved it, send your answer."
+
+
+def _nudged(replies: list[list[dict[str, object]]]) -> list[dict[str, object]]:
+    """A task, one failing test run, then each reply (a list of steps) followed by the same nudge."""
+    steps = [step(None, output="Fix the failing test in tests/test_dates.py.", agent="user")]
+    steps.append(step("bash", {"command": "python -m pytest tests/test_dates.py -q"}, "FAILED tests/test_dates.py::test_leap_day - ValueError\n1 failed in 0.03s"))
+    for reply in replies:
+        steps.extend(reply)
+        steps.append(step(None, output=NUDGE, agent="user"))
+    return steps[:-1]
+
+
+def _says(text: str) -> dict[str, object]:
+    return step(None, output=text, agent="swe")
+
+
+def test_permission_asked_again_under_the_same_nudge_is_a_monologue(policy, tmp_path: Path) -> None:
+    questions = [
+        "The February check rejects day 29 in leap years. Should I go ahead and change it?",
+        "Do you want me to apply that fix to parse_date now?",
+        "Shall I proceed with changing the leap-year check in src/dates.py?",
+        "Would you like me to make this change to parse_date?",
+        "Can I go ahead and edit the February condition?",
+    ]
+    report = replay(policy, tmp_path, _nudged([[_says(text)] for text in questions]))
+    # Steps: 0 task, 1 test run, then a question (2, 4, 6, 8, 10) and a nudge after each.
+    assert first(report) == (8, "replan")
+    assert signals_at(report, 8) == {"near_duplicate/reworded_message", "no_progress/reworded_message"}
+    # Answered by a person with something new each time, the questions are a conversation.
+    answers = ["Which file?", "It's in src/dates.py, the parse_date function.", "Use calendar.isleap.", "Yes, keep the error message the same."]
+    conversation = [step(None, output="Fix the failing test in tests/test_dates.py.", agent="user")]
+    for question, answer in zip(questions, answers):
+        conversation += [_says(question), step(None, output=answer, agent="user")]
+    assert first(replay(policy, tmp_path, conversation)) is None
+
+
+def test_a_plan_restated_from_a_scratchpad_under_a_nudge_is_a_monologue(policy, tmp_path: Path) -> None:
+    def think(text: str) -> dict[str, object]:
+        return step("think", {"thought": text}, "")
+
+    replies = [
+        [_says("I found the failing test; it comes from the leap-year check in parse_date.")],
+        [think("The failing test is about leap days; I should run it first."), _says("Let me run the test suite now to see the current state.")],
+        [think("I need to see the test output before editing parse_date."), _says("Running the baseline test suite first.")],
+        [think("The test run will show whether the leap-year check is the cause."), _says("I'll execute the tests to check the failure.")],
+        [think("I should run pytest before changing anything."), _says("Now I will run pytest on the dates module.")],
+    ]
+    report = replay(policy, tmp_path, _nudged(replies))
+    # The fourth reply's message (step 11) says only what its thought and the replies before said.
+    assert first(report) == (11, "replan")

@@ -1131,6 +1131,12 @@ _ANNOUNCES = re.compile(
     r"|^\W*\w+ing\b[^.!?\n]{0,80}\bnow\b|^\W*now,? \w+ing\b"
 )
 
+#: A plan offered for permission instead of carried out (in a lowercased message).
+_ASKS_PERMISSION = re.compile(
+    r"\b(?:(?:should|shall|can|may) i (?:go ahead|proceed|start|apply|make|change|edit|fix|update|implement|run|continue)"
+    r"|(?:do|would) you (?:want|like) me to|(?:please )?confirm (?:and|that) i (?:should|can|will)|please confirm and)\b"
+)
+
 _MESSAGE_WORD = re.compile(r"\w+")
 # Every ASCII byte that is not a letter, a digit or "_" becomes a space.
 _ASCII_SEPARATORS = bytes(code if chr(code).isalnum() or code == ord("_") else ord(" ") for code in range(256))
@@ -1231,6 +1237,9 @@ class NearDuplicate:
         self._messages_at = 0
         self._last_speaker: tuple[str, int] | None = None  # (message pseudo-tool, actions then) of the latest message
         self._thoughts = 0  # calls to scratchpad tools (kind think) so far
+        # What scratchpad calls wrote since the last news (lowercased heads): a plan restated
+        # under a nudge may restate a thought (see message).
+        self._thought_texts: deque[str] = deque(maxlen=_THOUGHTS_KEPT)
         self._user_message = ""  # the latest user message (items it names are given, see _given)
         # Copies in a row of the user's latest message with no tool call between, and the tool
         # calls (but to a scratchpad) made before the latest copy (see user_message_repeated).
@@ -1258,6 +1267,9 @@ class NearDuplicate:
     def pending(self, record: CallRecord, memory: RunMemory) -> Signal | None:
         if record.tool_kind == "think":
             self._thoughts += 1  # (a scratchpad entry between an agent's messages is no action)
+            arguments = record.signature.arguments
+            if type(arguments) is dict:  # what the agent wrote down is said too, for a nudged plan
+                self._thought_texts.append(" ".join(value for value in arguments.values() if type(value) is str)[:_ANNOUNCEMENT_READ].lower())
         paging = self._follows_cursor(record)
         stats = record.stats
         shape = stats.arguments_shape  # read once per signature: arguments never change
@@ -1320,6 +1332,7 @@ class NearDuplicate:
         """
         if memory.novel_results != self._messages_at:
             self._messages.clear()  # news since: earlier messages no longer count
+            self._thought_texts.clear()
             self._messages_at = memory.novel_results
         tool = record.signature.tool
         said = self._messages.get(tool)
@@ -1372,8 +1385,15 @@ class NearDuplicate:
             # since the nudge began, with no tool call: the plan restated (a tutor's next part,
             # announced after each "continue", brings its own words).
             plan = _stems(words - _ANNOUNCEMENT_WORDS)
-            said_before = frozenset().union(*(said.stemmed(index)[0] for index in range(len(said.words))))
+            said_before = frozenset().union(
+                *(said.stemmed(index)[0] for index in range(len(said.words))), *(_stems(_message_words(thought)) for thought in self._thought_texts)
+            )
             rewords = bool(plan) and len(plan - said_before) <= NUDGED_NEW_WORDS * len(plan)
+        if not rewords and self._user_copies >= 2 and speaker[1] == self._actions_at_user_message and said.words and _ASKS_PERMISSION.search(text, 0, _ANNOUNCEMENT_READ):
+            # Permission asked again under the same nudge ("Shall I proceed with ...?", "Do you
+            # want me to ...?"), with no tool call: whatever it names, it waits for an answer
+            # the nudge ("whatever approach you think is suitable") will not give.
+            rewords = True
         if rewords and text[:1] in _PART_INITIALS and (part := _NUMBERED_PART.match(text)) is not None:
             # A numbered part not given before ("Part 3:", "Step 4:") is the next part of a lesson
             # or a recipe, however much it shares with the parts before and whatever it announces.
@@ -1706,6 +1726,7 @@ class NearDuplicate:
         self._messages.clear()
         self._empty_answers.clear()
         self._user_copies = 1
+        self._thought_texts.clear()
         self._user_message = message
 
     @property
@@ -1978,6 +1999,7 @@ def _answer_body(text: str, echoes: list[str]) -> str:
 
 
 _ANNOUNCEMENT_READ = 600  # characters of a message read for an announcement
+_THOUGHTS_KEPT = 8  # scratchpad entries kept since the last news
 #: The words announcements are made of, as text and as the bytes of ASCII messages' word sets.
 _ANNOUNCEMENT_TEXT = frozenset(
     "i ll will now next let me proceeding proceed starting start beginning begin kicking kick off going about am m then first".split()
