@@ -435,10 +435,7 @@ def test_review_cases(policy) -> None:
         "r17b-h-drafts-yes": "ok",
         "r17b-h-drafts-ok": "ok",
         "r17b-h-k8s-namespace-terminating-sleep": "ok",
-        # Five leads looked up as "contact NAME at COMPANY", none found: two stretches replaced
-        # read as one question reworded (a template of one stretch is a fan-out; allowing two
-        # made synonym rewordings a fan-out too).
-        "r17b-h-contacts-name-company": "false_alarm",
+        "r17b-h-contacts-name-company": "ok",
         # One verb swapped for a synonym each time: the same question with another verb.
         "r17b-s-2fa-verb-swaps": "ok",
         "r17b-s-cancel-subscription-verbs": "ok",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from test_detector_kinds import first, replay, signals_at, step  # noqa: F401  (policy is a fixture)
@@ -92,3 +93,16 @@ def test_a_plan_restated_from_a_scratchpad_under_a_nudge_is_a_monologue(policy, 
     report = replay(policy, tmp_path, _nudged(replies))
     # The fourth reply's message (step 11) says only what its thought and the replies before said.
     assert first(report) == (11, "replan")
+
+
+def test_items_the_user_listed_in_a_two_slot_template_are_a_fan_out(policy, tmp_path: Path) -> None:
+    leads = [("Anna Müller", "Bosch"), ("Jonas Weber", "Siemens"), ("Lea Schmidt", "SAP"), ("Paul Fischer", "Zeiss"), ("Mia Wagner", "Bayer")]
+    queries = [f"contact {name} at {company}" for name, company in leads]
+    listed = [step(None, output="Are any of these already in the CRM? " + ", ".join(f"{name} at {company}" for name, company in leads), agent="user")]
+    assert first(replay(policy, tmp_path, listed + _searches(queries))) is None
+    # Listed by an earlier answer, they are given too.
+    listing = [step("list_leads", {"campaign": "fair-2026"}, json.dumps([{"name": name, "company": company} for name, company in leads]))]
+    assert first(replay(policy, tmp_path, listing + _searches(queries))) is None
+    # Nobody gave them: two slots filled in again read as one question reworded (what tells a
+    # template of two slots from a rewording is where its items came from).
+    assert first(replay(policy, tmp_path, _searches(queries))) == (3, "replan")

@@ -1562,6 +1562,15 @@ class NearDuplicate:
         for earlier in streak:
             kept = replaced_stretch(tokens, earlier)
             if kept is None:
+                # Several stretches replaced: another item when the new words name one and the
+                # run was given them all ("contact Jonas Weber at Siemens" after "contact Anna
+                # Müller at Bosch", both in the user's list).
+                new = tuple(word for word in tokens if word not in earlier)
+                if new and _names_item(new, texts):
+                    if given is None:
+                        given = self._given_texts()
+                    if _given(new, given):
+                        return True
                 continue
             start, end = kept
             stretch = tokens[start : len(tokens) - end]
