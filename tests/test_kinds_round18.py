@@ -106,3 +106,28 @@ def test_items_the_user_listed_in_a_two_slot_template_are_a_fan_out(policy, tmp_
     # Nobody gave them: two slots filled in again read as one question reworded (what tells a
     # template of two slots from a rewording is where its items came from).
     assert first(replay(policy, tmp_path, _searches(queries))) == (3, "replan")
+
+
+def _rollout(available: list[int]) -> list[dict[str, object]]:
+    command = {"cmd": "kubectl -n payments rollout status deployment/checkout-api --timeout=45s"}
+    text = 'Waiting for deployment "checkout-api" rollout to finish: {} of 4 updated replicas are available...\nerror: timed out waiting for the condition'
+    return [step("shell", command, text.format(count), error=True) for count in available]
+
+
+def test_a_wait_that_times_out_while_its_progress_moves_is_a_poll(policy, tmp_path: Path) -> None:
+    # 1, 2, 2, 2, 3 of 4: the same shape of timeout five times, but the rollout moves on.
+    assert first(replay(policy, tmp_path, _rollout([1, 2, 2, 2, 3, 3]))) is None
+    # Stuck at 2 of 4, the fifth identical timeout is a replan (retryable_attempts).
+    assert first(replay(policy, tmp_path, _rollout([1, 2, 2, 2, 2, 2]))) == (5, "replan")
+
+
+def test_progress_counters_in_a_failure() -> None:
+    from loopguard.detectors.failure import advanced, progress_of
+
+    assert progress_of("rollout: 1 of 4 updated replicas are available, 40% done") == ((1.0, 4.0), (40.0, 100.0))
+    assert progress_of("retry 2/5: timeout; attempt 3 of 5") == ()
+    assert advanced(((1.0, 4.0),), ((2.0, 4.0),)) is True
+    assert advanced(((2.0, 4.0),), ((2.0, 4.0),)) is False
+    assert advanced(((2.0, 4.0),), ((1.0, 4.0),)) is False  # back
+    assert advanced(((2.0, 4.0),), ((3.0, 5.0),)) is False  # another counter
+    assert advanced(None, ((1.0, 4.0),)) is False

@@ -25,6 +25,7 @@ write may have half-applied, and repeating it verbatim is riskier than a read.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..decisions import Signal
@@ -55,6 +56,8 @@ class Failure:
         self._refusals_in_a_row = 0
         self._latest_call = -1  # index of the latest pending call seen
         self._asked_when_refused = -1  # the latest call index when the latest counted refusal came
+        # The progress each signature's latest retryable failure reported (see progress_of).
+        self._progress: BoundedMap[int, tuple[tuple[float, float], ...]] = BoundedMap(_TOOLS_REMEMBERED)
 
     def reconfigure(self, config: FailureDetector) -> None:
         self.config = config
@@ -133,6 +136,14 @@ class Failure:
         assert novel_at_failure is not None
         shape = observation.shape
         count = failures.get(shape, 0) + 1
+        if observation.failure_class == RETRYABLE and _ANY_DIGIT.search(observation.text) is not None:
+            # A wait that timed out while what it waits for moved on ("1 of 4 updated replicas
+            # are available", then "2 of 4") is a poll that advances: its count starts again.
+            progress = progress_of(observation.text)
+            key = record.signature.key
+            if count > 1 and progress and advanced(self._progress.get(key), progress):
+                count = 1
+            self._progress.put(key, progress)
         if shape not in failures and len(failures) >= _SHAPES_PER_SIGNATURE:
             failures.pop(next(iter(failures)))
         failures[shape] = count
@@ -249,3 +260,31 @@ def _forgiven(stats: SignatureStats, memory: RunMemory, count: int, attempts: in
 def _excerpt(text: str, limit: int = 100) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_ANY_DIGIT = re.compile(r"\d")
+# A progress counter: "2 of 4", "2/4", "40%" (not a retry's own count: "retry 2/5", "attempt 2 of 3").
+_PROGRESS = re.compile(r"(?<![\w.])(?<!retry )(?<!attempt )(?<!retries )(?<!attempts )(\d+)\s*(?:of|/)\s*(\d+)\b|(?<![\w.])(\d+(?:\.\d+)?)\s*%")
+
+
+def progress_of(text: str) -> tuple[tuple[float, float], ...]:
+    """The progress counters a failure's text reports, as (done, total) pairs (a percentage's
+    total is 100), in their order; empty when it reports none. Read in the first 2,000
+    characters."""
+    found = []
+    for match in _PROGRESS.finditer(text[:2000].lower()):
+        if match.group(3) is not None:
+            found.append((float(match.group(3)), 100.0))
+        else:
+            found.append((float(match.group(1)), float(match.group(2))))
+    return tuple(found)
+
+
+def advanced(earlier: tuple[tuple[float, float], ...] | None, latest: tuple[tuple[float, float], ...]) -> bool:
+    """Whether ``latest`` progress counters moved forward from ``earlier``'s: the same counters
+    (same totals), none back, one at least forward."""
+    if not earlier or len(earlier) != len(latest):
+        return False
+    if any(total != before_total or done < before for (before, before_total), (done, total) in zip(earlier, latest)):
+        return False
+    return any(done > before for (before, _), (done, _) in zip(earlier, latest))
