@@ -131,3 +131,24 @@ def test_progress_counters_in_a_failure() -> None:
     assert advanced(((2.0, 4.0),), ((1.0, 4.0),)) is False  # back
     assert advanced(((2.0, 4.0),), ((3.0, 5.0),)) is False  # another counter
     assert advanced(None, ((1.0, 4.0),)) is False
+
+
+def test_a_check_run_again_after_it_passed_and_more_edits_is_a_verification(policy, tmp_path: Path) -> None:
+    lint = {"command": "npx eslint src --ext .ts,.tsx", "cwd": "/workspace/storefront"}
+    def edit(path: str, number: int) -> dict[str, object]:
+        return step("edit_file", {"path": path, "old_string": f"old {number}", "new_string": f"new {number}"}, f"Edited {path}: 1 replacement")
+    steps = [
+        step("terminal", lint, "src/api/client.ts\n  12:28  error  Unexpected any  @typescript-eslint/no-explicit-any\n\n✖ 23 problems (23 errors, 0 warnings)", error=True),
+        step("terminal", {**lint, "command": lint["command"] + " --fix"}, "src/api/client.ts\n  12:28  error  Unexpected any  @typescript-eslint/no-explicit-any\n\n✖ 12 problems (12 errors, 0 warnings)", error=True),
+        edit("src/api/client.ts", 1),
+        edit("src/hooks/useOrders.ts", 2),
+        step("terminal", lint, "src/components/OrderTable.tsx\n  58:11  error  Missing \"key\" prop  react/jsx-key\n\n✖ 4 problems (4 errors, 0 warnings)", error=True),
+        edit("src/components/OrderTable.tsx", 3),
+        edit("src/pages/Settings.tsx", 4),
+        step("terminal", lint, ""),  # clean
+        step("terminal", {"command": "npx tsc --noEmit", "cwd": "/workspace/storefront"}, "src/api/orders.ts(22,10): error TS2339: Property 'items' does not exist on type 'unknown'.", error=True),
+        edit("src/api/orders.ts", 5),
+        step("terminal", {"command": "npx tsc --noEmit", "cwd": "/workspace/storefront"}, ""),
+        step("terminal", lint, ""),  # still clean after the type fixes
+    ]
+    assert first(replay(policy, tmp_path, steps)) is None

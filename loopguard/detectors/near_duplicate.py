@@ -1309,7 +1309,9 @@ class NearDuplicate:
                 similar += 1
                 signatures.add(earlier.signature)
         recent.append((shape, False, record, self._changes))
-        if self._active and similar >= self._repeats and len(signatures) >= 2:
+        # (A check that failed and then passed, its latest result moved on from a failure, is
+        # run again to verify: no rewording that brings nothing.)
+        if self._active and similar >= self._repeats and len(signatures) >= 2 and not (stats.failures == {} and stats.advancing):
             return Signal(
                 detector=self.name,
                 kind="reworded_call",

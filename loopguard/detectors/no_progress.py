@@ -449,7 +449,8 @@ class NoProgress:
         if identical is None and not observation.error and not observation.empty:
             stats.advancing_between = (last, observation)  # type: ignore[assignment]
         else:
-            stats.advancing_value = not observation.error and not observation.empty and last is not None and not identical
+            # (A result after a failure has moved on, even a quiet one: a check that failed and now passes.)
+            stats.advancing_value = not observation.error and last is not None and (last.error or (not observation.empty and not identical))
             stats.advancing_between = None
         record.stale = stale
         stats.stale_results = stats.stale_results + 1 if own_stale else 0
