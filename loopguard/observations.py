@@ -217,7 +217,7 @@ _ENVELOPE_WORDS = frozenset(
     "metadata meta response links link request trace correlation id at max results items hits records entries rows "
     "matches found returned remaining expand fields sort filter filters include select format timed out truncated "
     "row item record entry hit match result estimate estimated object type url shards successful skipped failed value "
-    "relation score scanned is last done "
+    "relation score scanned is last done index collection namespace "
     "schema".split()
 )
 # Lists under these keys may hold something and still leave the answer empty (advice, links).

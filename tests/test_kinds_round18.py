@@ -152,3 +152,46 @@ def test_a_check_run_again_after_it_passed_and_more_edits_is_a_verification(poli
         step("terminal", lint, ""),  # still clean after the type fixes
     ]
     assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_a_required_argument_left_out_whatever_the_values_is_one_failure(policy, tmp_path: Path) -> None:
+    def write(arguments: dict[str, str]) -> dict[str, object]:
+        echoed = ", ".join(f"'{key}': '{value[:20]}...'" for key, value in arguments.items())
+        text = (
+            f"Error invoking tool 'write_file' with kwargs {{{echoed}}} with error:\n 1 validation error for write_file\nfile_path\n"
+            f"  Field required [type=missing, input_value={{{echoed}}}, input_type=dict]\n Please fix your mistakes."
+        )
+        return step("write_file", arguments, text, error=True)
+
+    drafts = [
+        {"path": "docs/INC-4471.md", "content": "# INC-4471 Checkout latency regression"},
+        {"path": "docs/INC-4471.md", "content": "# Postmortem: INC-4471 (checkout latency)"},
+        {"path": "./docs/INC-4471.md", "content": "# INC-4471 Postmortem, checkout latency"},
+    ]
+    report = replay(policy, tmp_path, [write(arguments) for arguments in drafts])
+    assert first(report) == (2, "replan")
+    assert signals_at(report, 2) == {"failure/repeated_permanent_failure_of_tool"}
+    # The call that names the argument right is not blocked before it runs.
+    fixed = replay(policy, tmp_path, [write(arguments) for arguments in drafts] + [step("write_file", {"file_path": "docs/INC-4471.md", "content": "# INC-4471"}, "Wrote 1 file")])
+    assert all(entry.decision.action.value != "replan" for entry in fixed.decisions if entry.step == 3 and entry.decision.phase == "before_call")
+
+
+def test_one_question_reworded_with_fewer_words_or_more_results_is_still_one_question(policy, tmp_path: Path) -> None:
+    empty = '{"index": "policies-v3", "results": [], "total": 0, "took_ms": 38}'
+    filters = {"department": "HR", "region": "EMEA"}
+    queries = [("PTO carryover policy contractors", 8), ("contractor paid time off carry over", 8), ("annual leave carry forward for contingent workers", 8), ("PTO carryover", 20), ("unused PTO rollover contractors", 8)]
+    steps = [step("search_knowledge_base", {"query": query, "filters": filters, "top_k": top_k}, empty) for query, top_k in queries]
+    report = replay(policy, tmp_path, steps)
+    # "annual leave ..." shares no word with the wordings before: kept, not counted. "PTO
+    # carryover" (more results asked for) narrows the first wording: the third counted; the
+    # last is the fourth.
+    assert first(report) == (4, "replan")
+    assert signals_at(report, 4) == {"near_duplicate/reworded_call", "no_progress/empty_result"}
+
+
+def test_an_envelope_naming_its_index_holds_an_empty_answer() -> None:
+    from loopguard.observations import observe
+
+    assert observe('{"index": "policies-v3", "results": [], "total": 0, "took_ms": 38}').empty is True
+    assert observe('{"collection": "docs", "namespace": "eu", "matches": []}').empty is True
+    assert observe('{"index": "policies-v3", "results": [{"id": "hr-7"}], "total": 1}').empty is False

@@ -51,7 +51,8 @@ class Failure:
         self._armed_after: int | None = None  # index of a call whose repeated failure came after new information
         self._armed_message = ""
         # Each tool's permanent failures in a row (see _tool_failure): [failure key, count, the
-        # latest failing call's arguments, its failure line]. Bounded: tool names come from the agent.
+        # latest failing call's arguments, its failure line, whether it is about the arguments'
+        # names]. Bounded: tool names come from the agent.
         self._tool_failures: BoundedMap[str, list[Any]] = BoundedMap(_TOOLS_REMEMBERED)
         self._refusals_in_a_row = 0
         self._latest_call = -1  # index of the latest pending call seen
@@ -201,7 +202,10 @@ class Failure:
         the same permanent error, when the call is about the same thing as the latest of
         them: it will fail the same way, so it can be blocked before it runs."""
         streak = self._tool_failures.get(record.signature.tool)
-        if streak is None or streak[1] < self._tool_attempts or not same_target(streak[2], record.signature.arguments):
+        if streak is None or streak[1] < self._tool_attempts:
+            return None
+        arguments = record.signature.arguments
+        if not (_same_names(streak[2], arguments) if streak[4] else same_target(streak[2], arguments)):
             return None
         return Signal(
             self.name,
@@ -226,10 +230,13 @@ class Failure:
         arguments = record.signature.arguments
         tool = record.signature.tool
         streak = self._tool_failures.get(tool)
-        if streak is None or (streak[0] != key and (line is None or streak[3] != line)) or not same_target(streak[2], arguments):
-            self._tool_failures.put(tool, [key, 1, arguments, line])
+        # A failure about the arguments' names (a required field missing, an unexpected keyword)
+        # fails whatever the values: calls with other values are no other target.
+        names = _ARGUMENT_NAMES_FAILURE.search(observation.text[:2000].lower()) is not None
+        if streak is None or (streak[0] != key and (line is None or streak[3] != line)) or not (names or same_target(streak[2], arguments)):
+            self._tool_failures.put(tool, [key, 1, arguments, line, names])
             return 1
-        streak[0], streak[1], streak[2], streak[3] = key, streak[1] + 1, arguments, line
+        streak[0], streak[1], streak[2], streak[3], streak[4] = key, streak[1] + 1, arguments, line, names
         return streak[1]
 
     def _escalated(self, record: CallRecord, outcome: str) -> Signal:
@@ -255,6 +262,22 @@ def _forgiven(stats: SignatureStats, memory: RunMemory, count: int, attempts: in
     if then is None or memory.novel_results <= then[0]:
         return False
     return count <= attempts or (count <= attempts + FORGIVEN_AFTER_NEW_CHANGES and memory.new_changes > then[1])
+
+
+# A failure about the arguments' names, not their values: pydantic's "Field required"
+# (type=missing), Python's "missing 1 required positional argument" and "unexpected keyword
+# argument", JSON Schema's "is a required property" and "additional properties are not allowed".
+_ARGUMENT_NAMES_FAILURE = re.compile(
+    r"field required|type=missing|missing \d+ required (?:positional |keyword-only )?arguments?|unexpected keyword argument"
+    r"|is a required property|additional properties are not allowed|extra (?:fields|inputs) (?:are )?not permitted|type=extra_forbidden"
+)
+
+
+def _same_names(before: Any, after: Any) -> bool:
+    """Whether two calls give the same argument names (a call that fixes a name may work)."""
+    if type(before) is dict and type(after) is dict:
+        return before.keys() == after.keys()
+    return type(before) is type(after)
 
 
 def _excerpt(text: str, limit: int = 100) -> str:

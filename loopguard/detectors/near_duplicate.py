@@ -1452,7 +1452,7 @@ class NearDuplicate:
         if self._empty_answers and not (observation.empty and not observation.error):
             shape = record.stats.arguments_shape
             if shape is not None and shape.words:
-                self._empty_answers.pop(shape.structure, None)  # an answer at last: the question was worth rewording
+                self._empty_answers.pop(_question(shape.structure), None)  # an answer at last: the question was worth rewording
         if changed:
             self._changes += 1  # an edit: what was read may read otherwise now
             if self._range_pages:
@@ -1526,22 +1526,22 @@ class NearDuplicate:
         texts = _texts(record.signature.arguments, shape.structure[2])
         tokens = tuple(_TOKEN.findall(" ".join(texts)[:_NAMES_READ].lower()))
         names = _named_items(texts)
-        streak = self._empty_answers.get(shape.structure)
-        if (
-            streak is None
-            or streak.changes != self._changes
-            or not names <= streak.names
-            or not any(_overlap(words, shape.words) >= ANSWER_OVERLAP for words in streak.words)
-            or self._other_item(tokens, texts, streak.tokens)
-        ):
-            self._empty_answers.put(shape.structure, _EmptyAnswers(key, shape.words, tokens, names, self._changes))
+        question = _question(shape.structure)
+        streak = self._empty_answers.get(question)
+        if streak is None or streak.changes != self._changes or not names <= streak.names or self._other_item(tokens, texts, streak.tokens):
+            self._empty_answers.put(question, _EmptyAnswers(key, shape.words, tokens, names, self._changes))
             return None
         calls = streak.calls
-        if key in calls or len(calls) >= ANSWERS_COUNTED:
+        if key in calls or len(calls) >= ANSWERS_COUNTED or len(streak.words) >= 2 * ANSWERS_COUNTED:
             return None  # the same call again: the repeat detector's and no_progress's own case
-        calls.add(key)
+        related = any(_overlap(words, shape.words) >= ANSWER_OVERLAP for words in streak.words)
         streak.words.append(shape.words)
         streak.tokens.append(tokens)
+        if not related:
+            # Words no earlier wording shares ("annual leave carry forward" after "PTO carryover
+            # policy"): not counted, but kept, so a later wording may share them.
+            return None
+        calls.add(key)
         if not self._active or len(calls) < self._repeats + EMPTY_REWORDINGS_EXTRA:
             return None
         return Signal(
@@ -1554,7 +1554,8 @@ class NearDuplicate:
 
     def _other_item(self, tokens: tuple[str, ...], texts: tuple[str, ...], streak: list[tuple[str, ...]]) -> bool:
         """Whether a text (``tokens``, read from ``texts``) asks about another item than the
-        streak's texts: an earlier text with one stretch replaced (see :func:`replaced_stretch`).
+        streak's texts: an earlier text with one stretch replaced (see :func:`replaced_stretch`),
+        not only words left out or added.
         A stretch in the place of an action, first or after "to" / "I" / "you" / "we" with
         words kept after it ("reset 2FA without phone", "disable 2FA without phone"; "how do
         I cancel / end / terminate my subscription"), is the same question asked with another
@@ -1576,7 +1577,9 @@ class NearDuplicate:
                 continue
             start, end = kept
             stretch = tokens[start : len(tokens) - end]
-            if not end or not stretch or (start and tokens[start - 1] not in _ACTION_FRAME) or _names_item(stretch, texts):
+            if not stretch or start + end == len(earlier):
+                continue  # words left out or added ("PTO carryover", "PTO carryover policy"): narrowed or widened
+            if not end or (start and tokens[start - 1] not in _ACTION_FRAME) or _names_item(stretch, texts):
                 return True
             if given is None:
                 given = self._given_texts()
@@ -1849,6 +1852,20 @@ class _EmptyAnswers:
 # or more ("2FA" and "2-step" are terms).
 _NAMED_ITEM = re.compile(r"[\w-]*\d[\w-]*")
 _TOKEN = re.compile(r"\w+")
+
+
+def _question(structure: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A call structure without the numbers of settings (``top_k``, ``limit``, ``max_results``):
+    a search asked for more results is the same question."""
+    tool, exact, text_keys, ranged = structure
+    if not any(_names_setting((key,)) for key, _ in exact):
+        return structure
+    kept = tuple((key, value) for key, value in exact if not (_names_setting((key,)) and _is_number(value)))
+    return (tool, kept, text_keys, ranged)
+
+
+def _is_number(value: Any) -> bool:
+    return (type(value) is int or type(value) is float) or (type(value) is str and value.isdigit())
 
 
 def _texts(arguments: Any, text_keys: tuple[str, ...]) -> tuple[str, ...]:
