@@ -195,3 +195,29 @@ def test_an_envelope_naming_its_index_holds_an_empty_answer() -> None:
     assert observe('{"index": "policies-v3", "results": [], "total": 0, "took_ms": 38}').empty is True
     assert observe('{"collection": "docs", "namespace": "eu", "matches": []}').empty is True
     assert observe('{"index": "policies-v3", "results": [{"id": "hr-7"}], "total": 1}').empty is False
+
+
+def test_a_read_made_anew_past_the_cache_is_the_plain_read_again(policy, tmp_path: Path) -> None:
+    url = "https://deploy.acme.internal/api/v2/deployments/dpl_8841"
+    body = '{"id": "dpl_8841", "status": "failed", "phase": "rollout_aborted", "failure_reason": "ImagePullBackOff: image not found", "rolled_back_to": "checkout:4.11.3"}'
+
+    def reply(request_id: str, second: int) -> str:
+        return f"HTTP/1.1 200 OK\ncontent-type: application/json\ncache-control: no-store\nx-request-id: {request_id}\ndate: Mon, 10 Jun 2024 12:43:{second:02d} GMT\n\n{body}"
+
+    calls = [
+        {"method": "GET", "url": url},
+        {"method": "GET", "url": url + "?_=1718023413664", "headers": {"Cache-Control": "no-cache"}},
+        {"method": "GET", "url": url + "?_=1718023433462", "headers": {"Cache-Control": "no-cache", "Pragma": "no-cache"}},
+        {"method": "GET", "url": url + "?nocache=0fffd77a6811"},
+    ]
+    ids = ["0df84a11-8e90-435d-b605-628b5f0b0749", "9731a5b3-e1a8-4d4c-af56-aefda4ed743b", "36769bba-5e1e-423a-91e9-e725cd7a4500", "052a40c8-482e-4fda-9aa6-cbff6a12a02b"]
+    steps = [step("http_request", arguments, reply(request_id, index * 9)) for index, (arguments, request_id) in enumerate(zip(calls, ids))]
+    report = replay(policy, tmp_path, steps)
+    # The second call past the cache got the plain call's reply again: no progress (warn); the
+    # third is a replan.
+    assert [(entry.step, entry.decision.action.value) for entry in report.decisions if entry.decision.phase == "after_call" and entry.decision.action.value != "continue"] == [(2, "warn"), (3, "replan")]
+    # A header that sets what a write stores is part of the call: two uploads are two calls.
+    from loopguard.detectors.near_duplicate import _defeats_cache
+
+    assert _defeats_cache("Cache-Control", "no-cache") is True
+    assert _defeats_cache("CacheControl", "max-age=3600") is False

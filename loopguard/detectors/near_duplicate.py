@@ -48,7 +48,7 @@ from urllib.parse import parse_qsl, quote_plus, urlsplit
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
 from ..observations import END_KEPT, MAX_COMPARED, Observation, names_duration, skeleton_digest
-from ..signature import is_digest_placeholder
+from ..signature import is_digest_placeholder, signature_of
 from ..tool_names import COMMAND_ARGUMENT_NAMES, NAME_LIMIT, split_name
 from .base import BoundedMap, CallRecord, RunMemory, describe, resources
 
@@ -647,14 +647,16 @@ def _same_call(record: CallRecord) -> int | None:
     if type(arguments) is not dict or not _holds_identity(arguments, 0):
         return None
     kept, _ = _without_identity(arguments, 0)
-    return hash((record.signature.tool, repr(kept)))
+    # The signature key of the call without them: the plain call (no cache buster) is the same
+    # call too, and its replies count as the group's.
+    return signature_of(record.signature.tool, kept).key
 
 
 def _holds_identity(value: dict[Any, Any], depth: int) -> bool:
     """Whether a key of ``value`` (or of an object in it, 4 levels deep) holds a request's
     identity, or a URL in it a cache buster (``manifest.json?cb=1719565921``)."""
     for key, item in list(value.items())[:50]:
-        if _is_identity(key) or (type(item) is dict and depth < 3 and _holds_identity(item, depth + 1)):
+        if _is_identity(key) or _defeats_cache(key, item) or (type(item) is dict and depth < 3 and _holds_identity(item, depth + 1)):
             return True
         if type(item) is str and "?" in item and _without_cache_buster(item) is not item:
             return True
@@ -662,7 +664,17 @@ def _holds_identity(value: dict[Any, Any], depth: int) -> bool:
 
 
 #: Query parameters that only defeat caches (a random seed, ``rnd``, may be what is asked for).
-_CACHE_BUSTERS = frozenset({"_", "cb", "cachebuster", "cache_buster", "cachebust", "cache_bust", "bust", "nocache", "no_cache", "nc", "_t", "_ts", "_dc"})
+_CACHE_BUSTERS = frozenset({"_", "cb", "cachebuster", "cache_buster", "cachebust", "cache_bust", "bust", "nocache", "no_cache", "nc", "_t", "_ts", "_dc", "fresh"})
+#: Request headers that only ask caches to step aside, when their value says so.
+_NO_CACHE_HEADERS = frozenset({"cache-control", "cache_control", "cachecontrol", "pragma"})
+_NO_CACHE = ("no-cache", "no-store", "max-age=0")
+
+
+def _defeats_cache(key: Any, item: Any) -> bool:
+    """Whether ``key: item`` is a header that only asks caches to step aside
+    (``Cache-Control: no-cache``, ``Pragma: no-cache``): a request made anew, not another one
+    (``CacheControl: max-age=3600`` given to a write is what it writes)."""
+    return type(item) is str and type(key) is str and key.lower() in _NO_CACHE_HEADERS and item.lower().startswith(_NO_CACHE)
 
 
 #: Query parameters that hold what a search engine's URL searches for (``?q=``, ``?query=``,
@@ -717,7 +729,7 @@ def _without_identity(value: Any, depth: int) -> tuple[Any, bool]:
     # anew with the nonce ({"nonce": ..., "timestamp": 1717424834, "signature": <hex>}).
     signed = any(_is_identity(key) for key, _ in items)
     for key, item in items:
-        if _is_identity(key) or (signed and _signs_request(key, item)):
+        if _is_identity(key) or (signed and _signs_request(key, item)) or _defeats_cache(key, item):
             dropped = True
             continue
         if type(item) is str and "?" in item:
@@ -725,8 +737,10 @@ def _without_identity(value: Any, depth: int) -> tuple[Any, bool]:
             if url is not item:
                 kept[key], dropped = url, True
                 continue
-        kept[key], inner = _without_identity(item, depth + 1)
+        inside, inner = _without_identity(item, depth + 1)
         dropped = dropped or inner
+        if not (inner and inside == {}):  # headers that held only an identity are as none
+            kept[key] = inside
     return kept, dropped
 
 
@@ -1299,8 +1313,10 @@ class NearDuplicate:
         same_call = stats.same_call
         for earlier, _, earlier_record, _ in recent:
             # (Calls alike but for a request's identity or a cache buster are one call made anew.)
+            earlier_same_call = earlier_record.stats.same_call
             if (earlier.structure == structure and _jaccard(earlier.words, words) >= similarity) or (
-                same_call is not None and same_call == earlier_record.stats.same_call
+                (same_call is not None and (same_call == earlier_same_call or same_call == earlier_record.signature.key))
+                or (earlier_same_call is not None and earlier_same_call == record.signature.key)
             ):
                 if options and earlier.options and _option_changed(earlier.options, options):
                     continue  # the same command for another region, namespace or project: fan-out

@@ -320,8 +320,15 @@ class NoProgress:
         same_call = stats.same_call
         repeated_output = seen.contains_and_add(observation, record.signature.key if same_call is None else same_call, changes)
         group_last = None
+        writes_then = stats.writes_at_result
         if same_call is not None and not observation.error:
             group_last = self._group_replies.get(same_call)
+            if group_last is None:  # the plain call's latest reply (the call without a cache buster)
+                plain = memory.signatures.get(same_call)
+                if plain is not None and plain.last is not None:
+                    group_last = plain.last
+                    if stats.last is None:
+                        writes_then = plain.writes_at_result
             if repeated_output == _NEW and group_last is not None and (stats.changes_state or writes_by_name(tool)) and group_last.fingerprint == observation.fingerprint:
                 # The same change made anew: its reply again, with other generated ids (base-62 ids
                 # such as "pmt_7Q2kd" escape the skeleton that buckets outputs, not normalising). Only
@@ -346,7 +353,7 @@ class NoProgress:
             and compared.skeleton != observation.skeleton
             and not observation.error
             and not compared.error
-            and memory.writes == stats.writes_at_result
+            and memory.writes == writes_then
             and compared.rest == observation.rest
             and _REPLY_LIMIT < len(observation.text) <= len(compared.text) + _STAMPS_LENGTH
             and len(compared.text) <= len(observation.text) + _STAMPS_LENGTH
