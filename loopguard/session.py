@@ -278,8 +278,10 @@ class Session:
             # its previous copy is a nudge; asked again after the agent acted, it is a request.
             # A nudge is a harness's boilerplate, not a person's short reply: "continue", "yes",
             # "2" or "Convert 350 F" said again is a conversation going on.
-            body = _NUDGE_COUNTER.sub("#", message_body(message)) if len(message.split()) >= NUDGE_WORDS else ""
             actions = self._calls - self._near_duplicate.thoughts  # (a scratchpad entry is no action)
+            # A short reply ("continue") said again is a nudge too once the agent has used tools
+            # and has not since: it is waiting for the agent to act, not for the next lesson.
+            body = _NUDGE_COUNTER.sub("#", message_body(message)) if actions or len(message.split()) >= NUDGE_WORDS else ""
             repeated = bool(body) and body == self._user_message_body and actions == self._actions_at_user_message
             self.user_message, self._user_message_body, self._actions_at_user_message = message, body, actions
             if repeated:

@@ -221,3 +221,28 @@ def test_a_read_made_anew_past_the_cache_is_the_plain_read_again(policy, tmp_pat
 
     assert _defeats_cache("Cache-Control", "no-cache") is True
     assert _defeats_cache("CacheControl", "max-age=3600") is False
+
+
+def test_continue_said_again_to_an_agent_that_used_tools_and_announces_instead_is_a_monologue(policy, tmp_path: Path) -> None:
+    steps = [
+        step(None, output="Give me monthly revenue by region from sales_2024.parquet.", agent="user"),
+        step("execute_cell", {"code": "df = pd.read_parquet('sales_2024.parquet')"}, "[execution_count=1, 0.41s]"),
+        _says("The data mixes currencies; I'll load fx_rates.csv and merge it first."),
+        step(None, output="continue", agent="user"),
+        _says("Loading fx_rates.csv now and merging it onto the sales data."),
+        step(None, output="continue", agent="user"),
+        _says("Next I'll compute net_amount_usd and group by month and region."),
+        step(None, output="continue", agent="user"),
+        _says("I'm executing the merge cell and will share the monthly table right after."),
+        step(None, output="continue", agent="user"),
+        _says("Running the aggregation now."),
+    ]
+    report = replay(policy, tmp_path, steps)
+    # "continue" is news the first time; from its second copy on, each announcement without a
+    # call restates the plan: the third (step 8) makes the signal.
+    assert first(report) == (8, "replan")
+    # In a chat without tools, "continue" is the next part asked for, however alike the parts.
+    lesson = [step(None, output="Teach me derivatives step by step.", agent="user")]
+    for part in ["Next I'll explain limits: a limit is the value f approaches.", "Next I'll show the power rule: d/dx x^n = n x^(n-1).", "Next I'll cover the chain rule for composed functions.", "Next I'll work through the product rule with an example."]:
+        lesson += [_says(part), step(None, output="continue", agent="user")]
+    assert first(replay(policy, tmp_path, lesson)) is None

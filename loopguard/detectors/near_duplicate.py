@@ -1139,7 +1139,8 @@ _PART_INITIALS = frozenset("pscldmuqe")
 _ACTIONS_UNDER_WAY = r"placing|executing|calling|submitting|sending|booking|launching|triggering|initiating|retrying"
 _ANNOUNCES = re.compile(
     r"\b(?:i['’]ll|i will|i am going to|i['’]m going to|let me|next,? i|now i|proceeding|i['’]m starting|"
-    r"starting with|beginning with|kicking off|i['’]ll now|will now|i['’]m about to|now (?:" + _ACTIONS_UNDER_WAY + r"))\b"
+    r"starting with|beginning with|kicking off|i['’]ll now|will now|i['’]m about to|now (?:" + _ACTIONS_UNDER_WAY + r")"
+    r"|(?:i['’]m|i am) (?:now )?(?:running|" + _ACTIONS_UNDER_WAY + r"))\b"
     r"|^\W*(?:starting|running|" + _ACTIONS_UNDER_WAY + r")\b"
     # Any verb under way said to be under way now: "Checking the logs now.", "Now checking the logs."
     r"|^\W*\w+ing\b[^.!?\n]{0,80}\bnow\b|^\W*now,? \w+ing\b"
@@ -1406,7 +1407,10 @@ class NearDuplicate:
             said_before = frozenset().union(
                 *(said.stemmed(index)[0] for index in range(len(said.words))), *(_stems(_message_words(thought)) for thought in self._thought_texts)
             )
-            rewords = bool(plan) and len(plan - said_before) <= NUDGED_NEW_WORDS * len(plan)
+            # An agent that has used tools and answers the nudge with one more announcement
+            # instead of a call does not act, whatever it announces; a chat without tools (a
+            # tutor announcing the next part) restates only what it said.
+            rewords = bool(plan) and (speaker[1] > 0 or len(plan - said_before) <= NUDGED_NEW_WORDS * len(plan))
         if not rewords and self._user_copies >= 2 and speaker[1] == self._actions_at_user_message and said.words and _ASKS_PERMISSION.search(text, 0, _ANNOUNCEMENT_READ):
             # Permission asked again under the same nudge ("Shall I proceed with ...?", "Do you
             # want me to ...?"), with no tool call: whatever it names, it waits for an answer
