@@ -95,6 +95,8 @@ def _volatile_token(token: str, previous: str) -> str:
         return token.replace(core, "<duration>")  # "total_time_taken": 0.31
     if _DURATION.fullmatch(core) is not None:
         return token.replace(core, "<duration>")  # "in 0.21s", "38ms": timing jitter, not news
+    if core[:4] == "ref=":
+        return token.replace(core, "ref=<ref>")  # a browser snapshot's element ref ([ref=e12]): renumbered on each load
     letters_and_digits = core.replace("-", "").replace("_", "")
     if core.isascii() and letters_and_digits.isalnum():  # an identifier: [a-z0-9_-]+
         if len(core) >= 4 and not letters_and_digits.isdigit():  # it holds a letter
@@ -186,6 +188,9 @@ _JSON_NUMBER_FIELD = re.compile(r'"([a-z_]{2,40})":\s?(-?\d+(?:\.\d+)?)(?=[,}\s]
 
 def _duration_field(field: re.Match[str]) -> str:
     return f'"{field[1]}":<duration>' if names_duration(field[1]) else field[0]
+
+
+TOKEN_LENGTH_SLACK = 16  #: characters by which two outputs alike but for generated tokens may differ
 
 
 def _normalize(text: str) -> str:
@@ -904,7 +909,12 @@ class Observation:
             return False
         if other.exact == self.exact:
             return True
-        return other.skeleton == self.skeleton and other.fingerprint == self.fingerprint
+        if other.skeleton == self.skeleton:
+            return other.fingerprint == self.fingerprint
+        # Skeletons keep letters, so a generated token with letters beyond hex (a CSRF token,
+        # a base-62 id) tells them apart; normalising reads it as volatile. Only outputs of
+        # nearly one length are normalised for that.
+        return abs(len(other.text) - len(self.text)) <= TOKEN_LENGTH_SLACK and other.fingerprint == self.fingerprint
 
 
 #: What a search command that matched nothing answered (its output was only exit status 1).

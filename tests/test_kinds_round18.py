@@ -246,3 +246,61 @@ def test_continue_said_again_to_an_agent_that_used_tools_and_announces_instead_i
     for part in ["Next I'll explain limits: a limit is the value f approaches.", "Next I'll show the power rule: d/dx x^n = n x^(n-1).", "Next I'll cover the chain rule for composed functions.", "Next I'll work through the product rule with an example."]:
         lesson += [_says(part), step(None, output="continue", agent="user")]
     assert first(replay(policy, tmp_path, lesson)) is None
+
+
+def _page(url: str, title: str, lines: list[str]) -> str:
+    return "### Page state\n- Page URL: " + url + "\n- Page Title: " + title + "\n- Page Snapshot:\n```yaml\n" + "\n".join(lines) + "\n```"
+
+
+def test_a_login_that_bounces_back_round_after_round_is_a_cycle(policy, tmp_path: Path) -> None:
+    login = "https://portal.example.com/login?next=%2Fbilling%2Finvoices"
+
+    def login_page(first_ref: int) -> str:
+        return _page(login, "Sign in", [f'- textbox "Email" [ref=e{first_ref}]', f'- textbox "Password" [ref=e{first_ref + 2}]', f'- button "Sign in" [ref=e{first_ref + 5}]'])
+
+    def dashboard(token: str) -> str:
+        return _page("https://portal.example.com/dashboard", "Dashboard", ['- link "Invoices" [ref=e41]', "- text: 3 open purchase orders", f'- text: "csrf: {token}"'])
+
+    def round_(token: str, refs: int) -> list[dict[str, object]]:
+        return [
+            step("browser_type", {"element": "Email textbox", "ref": "e12", "text": "ap@buyer.example"}, 'Typed "ap@buyer.example" into "Email textbox"'),
+            step("browser_type", {"element": "Password textbox", "ref": "e14", "text": "<secret>"}, 'Typed "********" into "Password textbox"'),
+            step("browser_click", {"element": "Sign in button", "ref": "e17"}, dashboard(token)),
+            step("browser_click", {"element": "Invoices link", "ref": "e41"}, login_page(refs)),
+        ]
+
+    steps = [step("browser_navigate", {"url": "https://portal.example.com/billing/invoices"}, login_page(12))]
+    steps += round_("kX9vGImjXojXHK7g2wyZ3Q", 12) + round_("Ev8A8CvcHZdmOGRjfHfblu", 13)
+    report = replay(policy, tmp_path, steps)
+    # The second round lands on the login page again: the dashboard differs only in its CSRF
+    # token and the login page only in its element refs.
+    assert first(report) == (8, "stop")
+    assert signals_at(report, 8) == {"cycle/replayed_sequence", "no_progress/same_output"}
+
+
+def test_generated_tokens_beyond_hex_are_volatile() -> None:
+    from loopguard.detectors.near_duplicate import unstamped_digest
+    from loopguard.observations import observe
+
+    def page(token: str, ref: int) -> str:
+        return _page("https://portal.example.com/dashboard", "Dashboard", [f'- link "Invoices" [ref=e{ref}]', "- text: 3 open purchase orders", f'- text: "csrf: {token}"'])
+
+    first_page, second_page = observe(page("kX9vGImjXojXHK7g2wyZ3Q", 41)), observe(page("Ev8A8CvcHZdmOGRjfHfblu", 44))
+    assert first_page.skeleton != second_page.skeleton  # letters beyond hex stay in a skeleton
+    assert first_page.same_as(second_page) is True
+    assert unstamped_digest(first_page) == unstamped_digest(second_page)
+    # Another page of about one length is not the same.
+    assert first_page.same_as(observe(page("kX9vGImjXojXHK7g2wyZ3Q", 41).replace("3 open purchase", "4 open sales"))) is False
+
+
+def test_a_round_of_max_period_calls_with_an_edit_made_again_is_a_cycle(policy, tmp_path: Path) -> None:
+    round_ = [
+        step("read_file", {"path": "src/app.py"}, "def main():\n    return 1\n"),
+        step("edit_file", {"path": "src/app.py", "old_string": "return 1", "new_string": "return 2"}, "Edited src/app.py: 1 replacement"),
+        step("bash", {"command": "pytest -q"}, "F\nFAILED tests/test_app.py::test_main - assert 2 == 3\n1 failed in 0.02s", error=True),
+        step("bash", {"command": "git diff --stat"}, " src/app.py | 2 +-\n 1 file changed"),
+    ]
+    report = replay(policy, tmp_path, round_ + round_)
+    # An edit in the round makes it no replayed sequence of reads; it is a cycle of 4 all the same.
+    assert first(report) == (7, "stop")
+    assert "cycle/cycle_of_4" in signals_at(report, 7)

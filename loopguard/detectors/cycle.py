@@ -58,8 +58,9 @@ class Cycle:
                 # A round of max_period calls made again whole is a cycle the call-by-call check
                 # misses when the agent's messages come between the calls.
                 if self._lag_run >= max(REPLAYED_CALLS - 1, lag) and lag >= self.config.max_period and self._active:
-                    self._keep(record)
-                    return self._replayed(record, memory, lag)
+                    recurs = self._keep(record)
+                    # (A round of max_period calls made again is also a cycle of that period.)
+                    return self._replayed(record, memory, lag) or (self._cycle(record, memory) if recurs else None)
             else:
                 self._lag, self._lag_run = lag, 1
         else:

@@ -1990,7 +1990,17 @@ def _without_response_stamps(body: str) -> str:
     long hex ids."""
     if body[:5] == "http/":
         body = _without_stamping_headers(body)
+    if "srf" in body or "authenticity_token" in body:
+        body = _ANTI_FORGERY_TOKEN.sub(r"\1<token>", body)  # made anew for every page served
+    if "[ref=" in body:
+        body = _ELEMENT_REF.sub("[ref]", body)  # a browser snapshot's element refs, renumbered on each load
     return _GENERATED.sub("<generated>", _ANSWER_FIELD.sub(_unless_stamp, body))
+
+
+_ELEMENT_REF = re.compile(r"\[ref=[a-z]{0,3}\d{1,6}\]")
+#: An anti-forgery token and its value in a lowercased page ("csrf: kx9v...", a hidden
+#: "csrfmiddlewaretoken" input, Rails' "authenticity_token", "x-xsrf-token").
+_ANTI_FORGERY_TOKEN = re.compile(r"""((?:[cx]srf|authenticity_token)[\w-]{0,30}["']?\s*(?:[:=]|value=)\s*["']?)[\w+/=-]{8,200}""")
 
 
 #: Headers of an HTTP response (lowercased names) that say how and when it was served, not

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..decisions import Signal
 from ..policy.schema import FailureDetector, NoProgressDetector
-from ..observations import NO_MATCH, REFUSED, Observation, is_acknowledgement, is_empty_data, is_final, is_pending, reports_failure
+from ..observations import NO_MATCH, REFUSED, TOKEN_LENGTH_SLACK, Observation, is_acknowledgement, is_empty_data, is_final, is_pending, reports_failure
 from .base import RECENT_RESULTS, BoundedMap, CallRecord, RunMemory, describe, polls
 from .failure import FORGIVEN_AFTER_NEW_CHANGES
 from ..tool_names import acts_by_name, echoes, operation_of, runs_command, writes_by_name
@@ -177,6 +177,12 @@ class _ToolOutputs:
         if len(calls) > _BUCKET:
             del calls[0], exacts[0], bucket.observations[0], bucket.changes[0]
         return known
+
+
+def _nearly_one_length(earlier: Observation, latest: Observation) -> bool:
+    """Whether two outputs with other skeletons may still be alike but for generated tokens
+    with letters beyond hex (a CSRF token, a base-62 id: see ``Observation.same_as``)."""
+    return abs(len(earlier.text) - len(latest.text)) <= TOKEN_LENGTH_SLACK and len(latest.text) > _REPLY_LIMIT
 
 
 def _quiet_success(record: CallRecord, observation: Observation) -> bool:
@@ -372,7 +378,9 @@ class NoProgress:
         identical: bool | None
         if last_skeleton_differs:
             identical = True
-        elif last is None or (last.exact != observation.exact and last.skeleton != observation.skeleton):
+        elif last is None or (
+            last.exact != observation.exact and last.skeleton != observation.skeleton and not _nearly_one_length(last, observation)
+        ):
             identical = False
         else:
             identical = True if last.exact == observation.exact else None  # None: not settled yet
