@@ -58,7 +58,7 @@ _ASCII_DIGITS = frozenset("0123456789")
 
 #: Words of a field's name that say it holds a time taken ("elapsed_ms", "total_time_taken",
 #: "queryTime"); "time" alone counts unless the name says what is left ("time_remaining").
-_TIME_TAKEN_WORDS = frozenset({"took", "elapsed", "duration", "latency", "runtime", "taken"})
+_TIME_TAKEN_WORDS = frozenset({"took", "elapsed", "duration", "latency", "runtime", "taken", "slot"})
 _TIME_LEFT_WORDS = frozenset({"remaining", "left", "eta", "until", "estimated", "to"})
 _STATISTIC_WORDS = frozenset({"avg", "average", "mean", "median", "p50", "p75", "p90", "p95", "p99", "percentile"})
 

@@ -304,3 +304,23 @@ def test_a_round_of_max_period_calls_with_an_edit_made_again_is_a_cycle(policy, 
     # An edit in the round makes it no replayed sequence of reads; it is a cycle of 4 all the same.
     assert first(report) == (7, "stop")
     assert "cycle/cycle_of_4" in signals_at(report, 7)
+
+
+def test_the_same_rows_for_each_rewording_of_a_query_are_the_same_answer(policy, tmp_path: Path) -> None:
+    rows = '"total_rows": 3, "rows": [{"country": "US", "wau": 412118}, {"country": "DE", "wau": 198402}, {"country": "GB", "wau": 171930}]'
+
+    def reply(job: str, elapsed: int, slots: int) -> str:
+        return f'{{"job_id": "bquxjob_{job}", "location": "EU", "cache_hit": false, "total_bytes_billed": "1384211836928", "elapsed_ms": {elapsed}, "slot_ms": {slots}, {rows}}}'
+
+    where = "FROM `acme.analytics.events` WHERE event_ts >= TIMESTAMP('2024-05-13') AND event_ts < TIMESTAMP('2024-05-20') GROUP BY country ORDER BY wau DESC LIMIT 3"
+    queries = [
+        f"SELECT country, COUNT(DISTINCT user_id) AS wau {where}",
+        f"SELECT\n  country, COUNT(DISTINCT user_id) AS wau\n{where}",
+        f"SELECT country, COUNT(DISTINCT user_id) AS wau {where} -- double-check",
+    ]
+    jobs = [("db06ae30_84d3ebe7d96", 41233, 13153327), ("9242465d_ccf58a551bd", 39802, 14089908), ("7e0f385d_3f7181ea2cd", 44117, 15617418)]
+    steps = [step("bigquery_query", {"sql": sql}, reply(*job)) for sql, job in zip(queries, jobs)]
+    report = replay(policy, tmp_path, steps)
+    # Each run is another job with its own id and slot time: the same three rows, reworded.
+    assert first(report) == (2, "replan")
+    assert "no_progress/same_answer" in signals_at(report, 2)

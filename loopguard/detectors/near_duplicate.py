@@ -2134,7 +2134,7 @@ class _Pages:
 _QUOTED_FIELD = re.compile(r"""(?:,[ \t]*)?(["'])([A-Za-z_][\w-]{0,60})\1\s*:\s*(["'])([^"'\n]{0,200})\3""")
 #: A response's own stamps, by the words of their names: RequestId, request_id,
 #: x-amzn-requestid, HostId, trace_id, CloudFront's x-amz-cf-id (an item's "host" or "id" stays).
-_STAMP_OWNERS = frozenset({"request", "host", "trace", "correlation", "span", "search", "response", "query", "cf"})
+_STAMP_OWNERS = frozenset({"request", "host", "trace", "correlation", "span", "search", "response", "query", "cf", "job", "statement", "execution"})
 
 
 def _is_stamp(key: str) -> bool:
