@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import warnings
+from pathlib import Path
 from typing import Any, Sequence, TextIO
 
 import yaml
@@ -95,11 +96,21 @@ def _check(args: argparse.Namespace) -> int:
     out: TextIO = sys.stdout
     reports: list[dict[str, Any]] = []
     io_failed = False
-    # No policy named: the file replay would use, ./loopguard.yml or ./loopguard.yaml (with
-    # neither, a missing loopguard.yml is an I/O error).
-    from .policy.load import DEFAULT_POLICY_FILE, default_policy_file
+    # No policy named: the file replay would use, ./loopguard.yml or ./loopguard.yaml.
+    from .policy.load import DEFAULT_POLICY_FILES, default_policy_file
 
-    for source in args.policies or [default_policy_file() or DEFAULT_POLICY_FILE]:
+    sources = args.policies
+    if not sources:
+        found = default_policy_file()
+        if found is None:
+            print(
+                f"loopguard check: no policy named, and no {' or '.join(DEFAULT_POLICY_FILES)} in {Path.cwd()} "
+                "(the default; name a policy file, or builtin:default)",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        sources = [found]
+    for source in sources:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

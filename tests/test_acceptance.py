@@ -555,6 +555,7 @@ def test_readme_plain_python_loop_runs(tmp_path, monkeypatch) -> None:
     assert names["decision"].runs_tool is True  # the rule only observes
     assert (session.run.tool_calls, session.run.failures) == (1, 1)
     assert [decision.phase for decision in session.decisions] == ["before_call", "after_call"]
+    assert names["guard"].status().watching is False  # closed at the end, as shown
 
     (tmp_path / "loopguard.yml").write_text("version: 1\nextends: builtin:default\nrules:\n  - {id: no-search, tool: search, verdict: block, message: no searching}\n")
     names = {"search": failing_search}

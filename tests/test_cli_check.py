@@ -199,7 +199,10 @@ def test_check_without_a_policy_checks_the_one_replay_would_use(tmp_path: Path, 
     monkeypatch.chdir(tmp_path)
     assert main(["check"]) == 2
     captured = capsys.readouterr()
-    assert (captured.err, captured.out) == ("loopguard.yml:1:1: LG100: cannot read policy file: No such file or directory\n", "1 problem in 1 of 1 policy\n")
+    assert (captured.err, captured.out) == (
+        f"loopguard check: no policy named, and no loopguard.yml or loopguard.yaml in {tmp_path} (the default; name a policy file, or builtin:default)\n",
+        "",
+    )
     (tmp_path / "loopguard.yaml").write_text("version: 1\nmode: observe\n")
     (tmp_path / "loopguard.yaml").chmod(0o644)
     assert main(["check"]) == 0

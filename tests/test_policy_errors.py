@@ -321,6 +321,19 @@ def test_a_double_quoted_name_in_match_is_a_warning(tmp_path: Path) -> None:
     assert result.ok
 
 
+def test_a_double_quoted_name_as_a_string_functions_argument_is_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "quoted.yml"
+    path.write_text("version: 1\nrules:\n  - id: https-only\n    tool: http_get\n    match: 'starts_with(arguments.url, \"http\")'\n    verdict: block\n    message: plain HTTP is not allowed\n")
+    path.chmod(0o644)
+    result = check_policy(path)
+    # (No LG905 beside it: the call fails for every call, not only for one without url.)
+    assert [problem.format() for problem in result.problems] == [
+        f'{path}:5:40: LG902: warning: "http" is a field name in JMESPath, so starts_with() gets the field http, not the string, '
+        "and fails for every call (hint: write 'http' for a string (or `\"http\"` as a JSON literal))"
+    ]
+    assert result.ok
+
+
 @pytest.mark.parametrize(
     ("written", "column"),
     [

@@ -30,8 +30,9 @@ LG401    extends-missing         ``extends`` names a file that does not exist
 LG402    extends-cycle           ``extends`` chains back to a file already in the chain
 LG403    unknown-profile         the selected profile is not defined
 LG901    writable-policy         (warning) the file is writable by group or others
-LG902    quoted-identifier       (warning) a ``match`` compares with a "double-quoted" name,
-                                 which JMESPath reads as a field, not a string
+LG902    quoted-identifier       (warning) a ``match`` compares with a "double-quoted" name, or
+                                 gives one to starts_with/ends_with/contains: JMESPath reads
+                                 it as a field, not a string
 LG903    control-character       (warning) an expression holds a control character, usually
                                  a ``\b`` meant as a regex word boundary that became a backspace
 LG904    unused-field            (warning) a rule sets a field its verdict does not use
@@ -182,7 +183,8 @@ class PolicyIOError(PolicyError):
 
 
 class PolicyFileWarning(UserWarning):
-    """A policy that loads but deserves attention (e.g. writable by group or others)."""
+    """A policy that loads but deserves attention: any warning code, LG901 (the file is
+    writable by group or others) to LG905 (an expression fails for a call without an argument)."""
 
 
 def did_you_mean(word: Any, choices: Iterable[str]) -> str | None:

@@ -582,6 +582,8 @@ def _add_unknown_key(problems: _Problems, key: Any, origin: Origin, path: PathKe
 
 # ``== "ping"``: JMESPath reads "ping" as a quoted identifier (a field), a classic mistake.
 _QUOTED_COMPARISON = re.compile(r'(?:==|!=)\s*"([^"]*)"')
+# ``starts_with(arguments.url, "http")``: the same mistake as a string function's argument.
+_QUOTED_ARGUMENT = re.compile(r'\b(starts_with|ends_with|contains)\s*\([^()]*?,\s*"([^"]*)"\s*\)')
 
 
 def _check_overlay_keys(node: Node, path: PathKey, problems: _Problems, profile: str) -> None:
@@ -946,7 +948,17 @@ def _check_expressions(root: Node, problems: _Problems) -> None:
             except ExpressionError as error:
                 problems.add(_inside(match, error.offset), codes.BAD_JMESPATH, error.message, error.hint)
             else:
-                if not _allows_on_error(rule):
+                argument = _QUOTED_ARGUMENT.search(match.value)
+                if argument is not None:
+                    function, name = argument.group(1), argument.group(2)
+                    problems.add(
+                        _inside(match, argument.start(2) - 1),
+                        codes.QUOTED_IDENTIFIER,
+                        f'"{name}" is a field name in JMESPath, so {function}() gets the field {name}, not the string, and fails for every call',
+                        f"write '{name}' for a string (or `\"{name}\"` as a JSON literal)",
+                        severity="warning",
+                    )
+                elif not _allows_on_error(rule):
                     _check_missing_field(problems, match, compiled_match.tree)
                 quoted = _QUOTED_COMPARISON.search(match.value)
                 if quoted is not None:
@@ -1280,7 +1292,8 @@ def load_policy(source: str | Path = "builtin:default", profile: str | None = No
         PolicyIOError: the file cannot be read.
         PolicyError: the policy (or a file it extends) has problems; ``.problems`` lists them all.
     Warns:
-        PolicyFileWarning: a policy file is writable by group or others.
+        PolicyFileWarning: for each warning (LG901 to LG905: a file writable by group or
+        others, a quoted identifier, ...); the policy still loads.
     """
     return _finish(check_policy(source, profile=_profile_or_env(profile)))
 
