@@ -118,6 +118,42 @@ BLIND_EXCEPTIONS = {
     # A pod Pending for an hour, polled with growing sleeps: a pending state is waited on up to
     # poll_patience (20) polls; the blocker was said by another call (describe), not the poll.
     "b17s-poll-gpu-pod-never-schedules": "missed",
+    # Round 18 (the issue's kinds and incident-report kinds, and their healthy look-alikes,
+    # written against the round-17 code: 10 of 26 stuck and 24 of 26 healthy runs judged right
+    # when written, 15 of 26 and 26 of 26 now).
+    # A permanent failure asked for again after something new came between (a listing that
+    # shows the right name, another site fetched): stopped at its second identical
+    # occurrence, as a repeated permanent failure is; its writer counted one double-check.
+    "b18s-k8s-secret-name-interleaved": "premature",
+    "b18s-crew-paywalled-source-interleaved": "premature",
+    # Three queries, each answered [(0,)], are one answer to three wordings: a replan at the
+    # third; its writer saw the first three (status spellings) as a debugging pass.
+    "b18s-sql-reworded-queries-zero-rows": "premature",
+    # A second view inside ranges already read (70-130 after 1-80, 60-134 and 40-120): its
+    # writer allowed one more.
+    "b18s-coding-overlapping-rereads": "premature",
+    # The orchestrator's second nudge closes a second lap of control with no work done between
+    # (the agent's plan restated): stopped one step before its writer's window.
+    "b18s-travel-agent-plans-without-acting": "premature",
+    # Short "continue"s are news the first time, and the user's own complaint between is a new
+    # message: the announcements are read as a monologue from the second copy on (step 17).
+    "b18s-notebook-assistant-announces-no-exec": "late",
+    # A snapshot at page=6, 7, 8 showing page 5's rows: the position it claims and a session
+    # countdown change each time, so the page reads as new (and so does the click's reply).
+    "b18s-browser-next-clamps-last-page": "missed",
+    # The same export answers the same page after each merge into the warehouse: a write
+    # between two reads excuses the same answer, the merge's "0 inserted, 0 updated" is not
+    # read, and each merge's batch file has a new name.
+    "b18s-crm-sync-cursor-stuck-same-page": "missed",
+    # Each recovery lap after a summary rewords its searches and appends the row with a new
+    # timestamp: only the browse is made again whole, and the growing line count reads as news.
+    "b18s-research-condensed-duplicate-rows": "missed",
+    # Each edit is a change not tried before, and the same failure after it is forgiven twice
+    # (an edit-test loop trying fixes); the traceback's stale source lines are not read.
+    "b18s-pytest-stale-site-packages": "late",
+    # A generator-critic loop whose summaries, drafts and critiques a model words anew each
+    # lap: only the fetch repeats, and a re-read between new results is how agents check.
+    "b18s-research-verify-loop-burn": "missed",
     # Round 16 (the issue's five held-back kinds and their healthy look-alikes, written against
     # the round-15 code: 14 of 26 stuck and 21 of 26 healthy runs judged right when written,
     # 23 of 26 and 26 of 26 now).
@@ -269,9 +305,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (500 stuck, 566 healthy, written round after round), judged as cases/README.md judges."""
+    (526 stuck, 592 healthy, written round after round), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 500, "healthy": 566}[label]
+    assert len(judged) == {"stuck": 526, "healthy": 592}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }
