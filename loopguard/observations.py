@@ -190,6 +190,20 @@ def _duration_field(field: re.Match[str]) -> str:
     return f'"{field[1]}":<duration>' if names_duration(field[1]) else field[0]
 
 
+#: An anti-forgery token and its value in a lowercased page ("csrf: kx9v...", a hidden
+#: "csrfmiddlewaretoken" input, Rails' "authenticity_token", "x-xsrf-token").
+_ANTI_FORGERY_TOKEN = re.compile(r"""((?:[cx]srf|authenticity_token)[\w-]{0,30}["']?\s*(?:[:=]|value=)\s*["']?)[\w+/=-]{8,200}""")
+
+
+def without_anti_forgery_token(page: str) -> str | None:
+    """A lowercased page with its anti-forgery tokens' values replaced (they are made anew for
+    every page served), or ``None`` when it has none."""
+    if "srf" not in page and "authenticity_token" not in page:
+        return None
+    replaced, count = _ANTI_FORGERY_TOKEN.subn(r"\1<token>", page)
+    return replaced if count else None
+
+
 TOKEN_LENGTH_SLACK = 16  #: characters by which two outputs alike but for generated tokens may differ
 
 
@@ -911,10 +925,14 @@ class Observation:
             return True
         if other.skeleton == self.skeleton:
             return other.fingerprint == self.fingerprint
-        # Skeletons keep letters, so a generated token with letters beyond hex (a CSRF token,
-        # a base-62 id) tells them apart; normalising reads it as volatile. Only outputs of
-        # nearly one length are normalised for that.
-        return abs(len(other.text) - len(self.text)) <= TOKEN_LENGTH_SLACK and other.fingerprint == self.fingerprint
+        # Skeletons keep letters beyond hex, so a page's anti-forgery token (made anew for every
+        # page served) tells two pages apart: compared without it, when both have one and their
+        # lengths are nearly one. (Other tokens with such letters, a parcel's tracking number,
+        # are data.)
+        if abs(len(other.text) - len(self.text)) > TOKEN_LENGTH_SLACK:
+            return False
+        mine, theirs = without_anti_forgery_token(self.text.lower()), without_anti_forgery_token(other.text.lower())
+        return mine is not None and theirs is not None and normalize(mine) == normalize(theirs)
 
 
 #: What a search command that matched nothing answered (its output was only exit status 1).

@@ -478,6 +478,36 @@ def test_review_cases(policy) -> None:
         "r17b-s-refund-suffix-swaps": "missed",
         "r17b-s-nudge-with-think-tool": "ok",
         "r17b-s-asks-permission-despite-nudges": "ok",
+        # Round 18's break-it review (18 runs against this session's changes: 1 judged right
+        # as written, 12 now).
+        "br18-h-shoe-sizes-user-listed": "ok",
+        "br18-h-writer-with-tools-continue": "ok",
+        "br18-h-tutor-with-calculator-next": "ok",
+        "br18-h-rollout-kubectl-out-of-wording": "ok",
+        "br18-h-csv-import-rows-without-email": "ok",
+        "br18-h-api-names-next-missing-field": "ok",
+        "br18-h-label-batch-same-buttons": "ok",
+        "br18-s-429-usage-counter-climbs": "ok",
+        "br18-s-quota-percent-rises": "ok",
+        "br18-s-flapping-healthcheck-rerun": "ok",
+        "br18-s-approval-asked-other-phrasings": "ok",
+        "br18-s-mcp-zod-required": "ok",
+        "br18-s-cache-buster-t-param": "ok",
+        # An audit of which actions have no help article ("how do I pause / downgrade /
+        # transfer my subscription"), none named by the user: one question asked with another
+        # verb each time reads as a rewording.
+        "br18-h-helpcenter-gap-audit-verbs": "false_alarm",
+        # Two builds benchmarked by turns, as the user asked: the elapsed time, all they report,
+        # is a time taken and normalised away, so the rounds read as one answer repeated.
+        "br18-h-ab-benchmark-alternation": "false_alarm",
+        # The user's own synonyms ("cancel it, stop it, end it") are items the user gave.
+        "br18-s-user-synonyms-as-items": "missed",
+        # Eight wordings that share no word: each is kept but never counted (words alone cannot
+        # tell synonyms from other questions).
+        "br18-s-synonym-rotation-no-shared-words": "missed",
+        # Nudges answered by a think() note and a finding each time: no announcement and no
+        # permission asked, so nothing reads as a plan restated.
+        "br18-s-think-and-findings-under-nudge": "missed",
     }
 
 

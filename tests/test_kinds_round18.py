@@ -231,7 +231,7 @@ def test_continue_said_again_to_an_agent_that_used_tools_and_announces_instead_i
         step(None, output="continue", agent="user"),
         _says("Loading fx_rates.csv now and merging it onto the sales data."),
         step(None, output="continue", agent="user"),
-        _says("Next I'll compute net_amount_usd and group by month and region."),
+        _says("Next I'll run the net_amount_usd computation and group by month and region."),
         step(None, output="continue", agent="user"),
         _says("I'm executing the merge cell and will share the monthly table right after."),
         step(None, output="continue", agent="user"),
@@ -246,6 +246,9 @@ def test_continue_said_again_to_an_agent_that_used_tools_and_announces_instead_i
     for part in ["Next I'll explain limits: a limit is the value f approaches.", "Next I'll show the power rule: d/dx x^n = n x^(n-1).", "Next I'll cover the chain rule for composed functions.", "Next I'll work through the product rule with an example."]:
         lesson += [_says(part), step(None, output="continue", agent="user")]
     assert first(replay(policy, tmp_path, lesson)) is None
+    # Nor does a tool used once make the next parts a monologue: they announce no tool's work.
+    checked = lesson[:1] + [step("python", {"code": "round(stats.t.ppf(0.975, 24), 3)"}, "2.064")] + lesson[1:]
+    assert first(replay(policy, tmp_path, checked)) is None
 
 
 def _page(url: str, title: str, lines: list[str]) -> str:
@@ -324,3 +327,72 @@ def test_the_same_rows_for_each_rewording_of_a_query_are_the_same_answer(policy,
     # Each run is another job with its own id and slot time: the same three rows, reworded.
     assert first(report) == (2, "replan")
     assert "no_progress/same_answer" in signals_at(report, 2)
+
+
+def test_a_rate_limits_usage_climbing_is_no_progress(policy, tmp_path: Path) -> None:
+    call = {"url": "https://api.example.test/v1/reports"}
+    usage = [step("http_get", call, f"HTTP 429 Too Many Requests: {count}/60 requests this minute, retry later", error=True) for count in range(61, 67)]
+    assert first(replay(policy, tmp_path, usage)) == (4, "replan")  # the 5th identical failure (retryable_attempts)
+    # kubectl's own wording of a rollout that moves on is progress.
+    text = 'Waiting for deployment "api" rollout to finish: {} out of 4 new replicas have been updated...\nerror: timed out waiting for the condition'
+    rollout = [step("shell", {"cmd": "kubectl rollout status deploy/api --timeout=30s"}, text.format(count), error=True) for count in (1, 2, 2, 2, 3, 3)]
+    assert first(replay(policy, tmp_path, rollout)) is None
+
+
+def test_a_check_that_fails_and_passes_by_turns_with_nothing_written_is_flapping(policy, tmp_path: Path) -> None:
+    check = {"command": "curl -sf https://shop.example.test/healthz"}
+    steps = [step("bash", check, "curl: (22) The requested URL returned error: 503", error=True) if index % 2 == 0 else step("bash", check, "") for index in range(8)]
+    first_step, action = first(replay(policy, tmp_path, steps))
+    assert first_step <= 5 and action in ("replan", "stop")
+
+
+def test_a_field_each_record_lacks_or_another_field_each_time_is_no_misnamed_argument(policy, tmp_path: Path) -> None:
+    from loopguard.detectors.failure import misnamed_arguments, missing_fields
+
+    def lacking(field: str, arguments: dict[str, object]) -> str:
+        return f"Error invoking tool 'create' with kwargs {arguments} with error:\n 1 validation error for create\n{field}\n  Field required [type=missing, input_type=dict]\n Please fix your mistakes."
+
+    leads = [{"first_name": name, "company": company} for name, company in [("Jonas", "Siemens"), ("Lea", "SAP"), ("Paul", "Zeiss"), ("Mia", "Bayer")]]
+    rows = [step("hubspot_create_contact", lead, lacking("email", lead), error=True) for lead in leads]
+    assert first(replay(policy, tmp_path, rows)) is None  # each lead lacks its own email: fan-out
+    # A schema learned field by field: each failure names another missing field.
+    fields, incident = ["severity", "components", "status"], {"title": "Checkout latency"}
+    learned = []
+    for field in fields:
+        learned.append(step("create_incident", {"incident": dict(incident)}, lacking(field, incident), error=True))
+        incident[field] = "x"
+    learned.append(step("create_incident", {"incident": dict(incident)}, '{"id": "inc_01J8ZK4Q"}'))
+    assert first(replay(policy, tmp_path, learned)) is None
+    # zod's answer through an MCP server names the field too.
+    zod = 'MCP error -32602: Invalid arguments for tool write_file: [\n  {\n    "code": "invalid_type",\n    "path": [\n      "path"\n    ],\n    "message": "Required"\n  }\n]'
+    assert missing_fields(zod) == frozenset({"path"})
+    assert misnamed_arguments(zod, {"file_path": "/docs/a.md", "content": "# A"}) is True
+    assert misnamed_arguments(lacking("email", leads[0]), leads[0]) is False
+    assert misnamed_arguments("write() got an unexpected keyword argument 'filename'", {"filename": "a.md"}) is True
+
+
+def test_numbers_that_name_the_item_are_part_of_the_question(policy, tmp_path: Path) -> None:
+    sizes = [step("search_products", {"query": "trail running shoes waterproof", "size": size}, "[]") for size in (7, 7.5, 8, 8.5, 9)]
+    assert first(replay(policy, tmp_path, sizes)) is None
+
+
+def test_short_query_names_with_a_made_up_value_bust_caches(policy, tmp_path: Path) -> None:
+    from loopguard.detectors.near_duplicate import _without_cache_buster
+
+    body = '{"deploy": "dpl_8841", "status": "failed", "reason": "image not found", "rolled_back_to": "4.11.3"}'
+    busted = [step("http_get", {"url": f"https://deploy.example.test/api/deployments/dpl_8841?t={1718023413664 + 9000 * index}"}, body) for index in range(5)]
+    assert first(replay(policy, tmp_path, busted)) == (2, "replan")  # the third read of one answer
+    assert _without_cache_buster("https://a.example/x?v=3") == "https://a.example/x?v=3"  # a version
+    assert _without_cache_buster("https://a.example/x?v=8f2c41d9e0&q=1") == "https://a.example/x?q=1"
+    assert _without_cache_buster("https://a.example/x?t=7") == "https://a.example/x?t=7"  # a page, not a time
+
+
+def test_tracking_numbers_are_data_not_generated_tokens() -> None:
+    from loopguard.observations import observe
+
+    def label(tracking: str) -> str:
+        return f"Label ready for parcel {tracking}: DHL Paket, 2.4 kg, Zone 3. Print and attach to the box."
+
+    # Letters beyond hex tell these apart (a skeleton keeps them); only an anti-forgery token
+    # is set aside so.
+    assert observe(label("1ZX99AA10123456784")).same_as(observe(label("1ZY99AA10123456791"))) is False

@@ -31,6 +31,7 @@ from typing import Any
 from ..decisions import Signal
 from ..observations import DETERMINISTIC, PERMANENT, REFUSED, RETRYABLE, Observation, failure_line, is_not_found
 from ..policy.schema import FailureDetector
+from ..tool_names import split_name
 from .base import BoundedMap, CallRecord, RunMemory, SignatureStats, describe
 from .near_duplicate import same_target
 
@@ -137,9 +138,10 @@ class Failure:
         assert novel_at_failure is not None
         shape = observation.shape
         count = failures.get(shape, 0) + 1
-        if observation.failure_class == RETRYABLE and _ANY_DIGIT.search(observation.text) is not None:
+        if observation.failure_class == RETRYABLE and _ANY_DIGIT.search(observation.text) is not None and _TIMED_OUT.search(observation.text[:2000].lower()):
             # A wait that timed out while what it waits for moved on ("1 of 4 updated replicas
             # are available", then "2 of 4") is a poll that advances: its count starts again.
+            # (A rate limit's usage climbing, "61/60 requests", is no progress.)
             progress = progress_of(observation.text)
             key = record.signature.key
             if count > 1 and progress and advanced(self._progress.get(key), progress):
@@ -230,11 +232,21 @@ class Failure:
         arguments = record.signature.arguments
         tool = record.signature.tool
         streak = self._tool_failures.get(tool)
-        # A failure about the arguments' names (a required field missing, an unexpected keyword)
-        # fails whatever the values: calls with other values are no other target.
-        names = _ARGUMENT_NAMES_FAILURE.search(observation.text[:2000].lower()) is not None
-        if streak is None or (streak[0] != key and (line is None or streak[3] != line)) or not (names or same_target(streak[2], arguments)):
-            self._tool_failures.put(tool, [key, 1, arguments, line, names])
+        # A failure about the arguments' names (a required field given under another name, an
+        # unexpected keyword) fails whatever the values: calls with other values are no other
+        # target. (A field the record lacks, "email Field required" for a lead without one, is
+        # about that record.)
+        # Another required field missing each time is a schema learned field by field, not one
+        # failure repeated.
+        missing = missing_fields(observation.text)
+        names = misnamed_arguments(observation.text, arguments, missing)
+        if (
+            streak is None
+            or (streak[0] != key and (line is None or streak[3] != line))
+            or missing != streak[5]
+            or not (names or same_target(streak[2], arguments))
+        ):
+            self._tool_failures.put(tool, [key, 1, arguments, line, names, missing])
             return 1
         streak[0], streak[1], streak[2], streak[3], streak[4] = key, streak[1] + 1, arguments, line, names
         return streak[1]
@@ -264,13 +276,50 @@ def _forgiven(stats: SignatureStats, memory: RunMemory, count: int, attempts: in
     return count <= attempts or (count <= attempts + FORGIVEN_AFTER_NEW_CHANGES and memory.new_changes > then[1])
 
 
-# A failure about the arguments' names, not their values: pydantic's "Field required"
-# (type=missing), Python's "missing 1 required positional argument" and "unexpected keyword
-# argument", JSON Schema's "is a required property" and "additional properties are not allowed".
-_ARGUMENT_NAMES_FAILURE = re.compile(
-    r"field required|type=missing|missing \d+ required (?:positional |keyword-only )?arguments?|unexpected keyword argument"
-    r"|is a required property|additional properties are not allowed|extra (?:fields|inputs) (?:are )?not permitted|type=extra_forbidden"
+# A name the tool does not take: Python's "unexpected keyword argument", pydantic's
+# extra_forbidden, JSON Schema's "additional properties are not allowed".
+_UNEXPECTED_NAME = re.compile(r"unexpected keyword argument|additional properties are not allowed|extra (?:fields|inputs) (?:are )?not permitted|type=extra_forbidden")
+# A required field missing, and its name: pydantic's "file_path\n  Field required", Python's
+# "missing 1 required positional argument: 'file_path'", JSON Schema's "'file_path' is a
+# required property", zod's {"path": ["file_path"], "message": "Required"} (as MCP servers answer).
+_MISSING_FIELD = re.compile(
+    r"(?:^|\n)\s*([\w.-]{1,60})\n\s*field required"
+    r"|missing \d+ required (?:positional |keyword-only )?arguments?: '([\w-]{1,60})'"
+    r"|'([\w-]{1,60})' is a required property"
+    r"|\"path\":\s*\[\s*\"([\w-]{1,60})\"\s*\],\s*\"message\":\s*\"required\""
 )
+
+
+def missing_fields(text: str) -> frozenset[str]:
+    """The required fields a failure says are missing (lowercased; empty when it names none)."""
+    head = text[:2000].lower()
+    if "required" not in head:
+        return _NONE_MISSING
+    return frozenset(next(group for group in match.groups() if group) for match in _MISSING_FIELD.finditer(head))
+
+
+_NONE_MISSING: frozenset[str] = frozenset()
+
+
+def misnamed_arguments(text: str, arguments: Any, missing: frozenset[str] | None = None) -> bool:
+    """Whether a failure says the call named its arguments wrong, whatever their values: it
+    gave a name the tool does not take, or a required field is missing while the call gives a
+    like-named one (``file_path`` missing beside ``path``, ``filepath`` or ``filename``: a word
+    shared, or one of 4 letters or more that starts the other). ``missing``: the failure's
+    :func:`missing_fields`, when known."""
+    if _UNEXPECTED_NAME.search(text[:2000].lower()) is not None:
+        return True
+    if type(arguments) is not dict:
+        return False
+    given = [split_name(str(key)[:60]) for key in arguments]
+    for field in missing if missing is not None else missing_fields(text):
+        words = split_name(field.rsplit(".", 1)[-1])
+        for key in given:
+            if "".join(key) == "".join(words) or any(
+                word == other or (min(len(word), len(other)) >= 4 and (word.startswith(other) or other.startswith(word))) for word in words for other in key
+            ):
+                return True
+    return False
 
 
 def _same_names(before: Any, after: Any) -> bool:
@@ -286,8 +335,12 @@ def _excerpt(text: str, limit: int = 100) -> str:
 
 
 _ANY_DIGIT = re.compile(r"\d")
-# A progress counter: "2 of 4", "2/4", "40%" (not a retry's own count: "retry 2/5", "attempt 2 of 3").
-_PROGRESS = re.compile(r"(?<![\w.])(?<!retry )(?<!attempt )(?<!retries )(?<!attempts )(\d+)\s*(?:of|/)\s*(\d+)\b|(?<![\w.])(\d+(?:\.\d+)?)\s*%")
+_TIMED_OUT = re.compile(r"\btim(?:ed|ing) out\b|\btimeout\b|deadline exceeded")
+# A progress counter: "2 of 4", "2 out of 4", "2/4", "40%" (not a retry's own count: "retry
+# 2/5", "attempt 2 of 3").
+_PROGRESS = re.compile(
+    r"(?<![\w.])(?<!retry )(?<!attempt )(?<!retries )(?<!attempts )(\d+)\s*(?:of|out of|/)\s*(\d+)\b|(?<![\w.])(\d+(?:\.\d+)?)\s*%"
+)
 
 
 def progress_of(text: str) -> tuple[tuple[float, float], ...]:
@@ -305,9 +358,9 @@ def progress_of(text: str) -> tuple[tuple[float, float], ...]:
 
 def advanced(earlier: tuple[tuple[float, float], ...] | None, latest: tuple[tuple[float, float], ...]) -> bool:
     """Whether ``latest`` progress counters moved forward from ``earlier``'s: the same counters
-    (same totals), none back, one at least forward."""
+    (same totals), none back or past its total, one at least forward."""
     if not earlier or len(earlier) != len(latest):
         return False
-    if any(total != before_total or done < before for (before, before_total), (done, total) in zip(earlier, latest)):
-        return False
+    if any(total != before_total or done < before or done > total for (before, before_total), (done, total) in zip(earlier, latest)):
+        return False  # another counter, one going back, or one past its total (usage, not progress)
     return any(done > before for (before, _), (done, _) in zip(earlier, latest))

@@ -47,7 +47,7 @@ from urllib.parse import parse_qsl, quote_plus, urlsplit
 
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
-from ..observations import END_KEPT, MAX_COMPARED, Observation, names_duration, skeleton_digest
+from ..observations import END_KEPT, MAX_COMPARED, Observation, names_duration, skeleton_digest, without_anti_forgery_token
 from ..signature import is_digest_placeholder, signature_of
 from ..tool_names import COMMAND_ARGUMENT_NAMES, NAME_LIMIT, split_name
 from .base import BoundedMap, CallRecord, RunMemory, describe, resources
@@ -665,6 +665,18 @@ def _holds_identity(value: dict[Any, Any], depth: int) -> bool:
 
 #: Query parameters that only defeat caches (a random seed, ``rnd``, may be what is asked for).
 _CACHE_BUSTERS = frozenset({"_", "cb", "cachebuster", "cache_buster", "cachebust", "cache_bust", "bust", "nocache", "no_cache", "nc", "_t", "_ts", "_dc", "fresh"})
+#: Query parameters that bust caches only with a value made up for the request (see _made_up).
+_BUSTERS_BY_VALUE = frozenset({"t", "ts", "v", "r", "rand", "rnd", "random", "time", "timestamp", "cachekey", "x"})
+_EPOCH = re.compile(r"1[5-9]\d{8}(?:\d{3})?(?:\.\d+)?")  # seconds or milliseconds since 1970, 2017-2033
+_RANDOM_TOKEN = re.compile(r"(?=[a-z0-9]{0,200}\d)(?=[a-z0-9]{0,200}[a-z])[a-z0-9]{8,64}|0?\.\d{8,}", re.IGNORECASE)
+
+
+def _made_up(value: str) -> bool:
+    """Whether a query value is made up for the request: an epoch time (seconds or
+    milliseconds) or a random token (letters and digits, 8 or more; a random fraction)."""
+    return _EPOCH.fullmatch(value) is not None or _RANDOM_TOKEN.fullmatch(value) is not None
+
+
 #: Request headers that only ask caches to step aside, when their value says so.
 _NO_CACHE_HEADERS = frozenset({"cache-control", "cache_control", "cachecontrol", "pragma"})
 _NO_CACHE = ("no-cache", "no-store", "max-age=0")
@@ -711,8 +723,14 @@ def _without_cache_buster(url: str) -> str:
         return url
     if not parameters:
         return url
-    # Only names that say they bust a cache: in a URL a request_id or a trace_id is often what is looked up.
-    kept = [(name, value) for name, value in parameters if name.lower() not in _CACHE_BUSTERS]
+    # Only names that say they bust a cache: in a URL a request_id or a trace_id is often what is
+    # looked up. A short name busts one only with a value made up for the request (?t=<epoch
+    # ms>, ?v=8f2c41d9e0: "?v=3" is a version, "?t=7" a page).
+    kept = [
+        (name, value)
+        for name, value in parameters
+        if name.lower() not in _CACHE_BUSTERS and not (name.lower() in _BUSTERS_BY_VALUE and _made_up(value))
+    ]
     if len(kept) == len(parameters):
         return url
     return parts._replace(query="&".join(f"{name}={value}" for name, value in kept)).geturl()
@@ -1146,10 +1164,21 @@ _ANNOUNCES = re.compile(
     r"|^\W*\w+ing\b[^.!?\n]{0,80}\bnow\b|^\W*now,? \w+ing\b"
 )
 
+#: A tool's work announced (in a lowercased message): a verb of it right after the announcing
+#: words ("I'll run", "let me fetch", "I'm executing") or opening a sentence ("Running the
+#: merge now."), not the same word inside content ("running costs").
+_TOOL_WORK = re.compile(
+    r"(?:\b(?:i['’]ll|i will|let me|i['’]m|i am|going to|about to)\s+(?:now\s+|go ahead and\s+)?|(?:^|[.!?:]\s+)\W*(?:now,?\s+)?)"
+    r"(?:run|running|execut(?:e|ing)|call(?:ing)?|invok(?:e|ing)|fetch(?:ing)?|load(?:ing)?|quer(?:y|ying)|"
+    r"download(?:ing)?|upload(?:ing)?|deploy(?:ing)?|install(?:ing)?|merg(?:e|ing)|submit(?:ting)?|retry(?:ing)?)\b"
+)
 #: A plan offered for permission instead of carried out (in a lowercased message).
 _ASKS_PERMISSION = re.compile(
     r"\b(?:(?:should|shall|can|may) i (?:go ahead|proceed|start|apply|make|change|edit|fix|update|implement|run|continue)"
-    r"|(?:do|would) you (?:want|like) me to|(?:please )?confirm (?:and|that) i (?:should|can|will)|please confirm and)\b"
+    r"|(?:do|would) you (?:want|like) me to|(?:please )?confirm (?:and|that) i (?:should|can|will)|please confirm and"
+    r"|await(?:ing)? your (?:go-ahead|approval|confirmation|ok|okay|permission)|once you (?:approve|confirm|give (?:me )?the go-ahead)"
+    r"|is it (?:alright|all right|ok|okay) (?:if|to)|let me know if (?:i should|you want me to|it'?s (?:ok|okay|fine))"
+    r"|with your (?:permission|approval)|do i have your (?:permission|approval|go-ahead))\b"
 )
 
 _MESSAGE_WORD = re.compile(r"\w+")
@@ -1407,10 +1436,14 @@ class NearDuplicate:
             said_before = frozenset().union(
                 *(said.stemmed(index)[0] for index in range(len(said.words))), *(_stems(_message_words(thought)) for thought in self._thought_texts)
             )
-            # An agent that has used tools and answers the nudge with one more announcement
-            # instead of a call does not act, whatever it announces; a chat without tools (a
-            # tutor announcing the next part) restates only what it said.
-            rewords = bool(plan) and (speaker[1] > 0 or len(plan - said_before) <= NUDGED_NEW_WORDS * len(plan))
+            # An agent that has used tools and answers the nudge by announcing a tool's work
+            # ("Running the FX merge now", "I'm executing the merge cell") instead of calling one
+            # does not act, whatever it names; other announcements (a tutor's or a writer's next
+            # part: "Let me give you a proportion one now") restate only what was said.
+            rewords = bool(plan) and (
+                (speaker[1] > 0 and _TOOL_WORK.search(text, 0, _ANNOUNCEMENT_READ) is not None)
+                or len(plan - said_before) <= NUDGED_NEW_WORDS * len(plan)
+            )
         if not rewords and self._user_copies >= 2 and speaker[1] == self._actions_at_user_message and said.words and _ASKS_PERMISSION.search(text, 0, _ANNOUNCEMENT_READ):
             # Permission asked again under the same nudge ("Shall I proceed with ...?", "Do you
             # want me to ...?"), with no tool call: whatever it names, it waits for an answer
@@ -1875,13 +1908,22 @@ _TOKEN = re.compile(r"\w+")
 
 
 def _question(structure: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A call structure without the numbers of settings (``top_k``, ``limit``, ``max_results``):
-    a search asked for more results is the same question."""
+    """A call structure without how many results it asks for (``top_k``, ``limit``,
+    ``max_results``, ``num_results``): a search asked for more results is the same question.
+    (Other numbers, a ``size`` among them, may name the item: shoe size 8.)"""
     tool, exact, text_keys, ranged = structure
-    if not any(_names_setting((key,)) for key, _ in exact):
+    if not any(_counts_results(key) for key, _ in exact):
         return structure
-    kept = tuple((key, value) for key, value in exact if not (_names_setting((key,)) and _is_number(value)))
+    kept = tuple((key, value) for key, value in exact if not (_counts_results(key) and _is_number(value)))
     return (tool, kept, text_keys, ranged)
+
+
+_RESULT_COUNTS = frozenset({("top", "k"), ("topk",), ("k",), ("limit",), ("max", "results"), ("num", "results"), ("n", "results"), ("max", "hits"), ("count",), ("num",), ("n",)})
+
+
+def _counts_results(key: Any) -> bool:
+    """Whether an argument's name says how many results to return."""
+    return tuple(split_name(str(key)[:NAME_LIMIT])) in _RESULT_COUNTS
 
 
 def _is_number(value: Any) -> bool:
@@ -1990,17 +2032,13 @@ def _without_response_stamps(body: str) -> str:
     long hex ids."""
     if body[:5] == "http/":
         body = _without_stamping_headers(body)
-    if "srf" in body or "authenticity_token" in body:
-        body = _ANTI_FORGERY_TOKEN.sub(r"\1<token>", body)  # made anew for every page served
+    body = without_anti_forgery_token(body) or body  # (made anew for every page served)
     if "[ref=" in body:
         body = _ELEMENT_REF.sub("[ref]", body)  # a browser snapshot's element refs, renumbered on each load
     return _GENERATED.sub("<generated>", _ANSWER_FIELD.sub(_unless_stamp, body))
 
 
 _ELEMENT_REF = re.compile(r"\[ref=[a-z]{0,3}\d{1,6}\]")
-#: An anti-forgery token and its value in a lowercased page ("csrf: kx9v...", a hidden
-#: "csrfmiddlewaretoken" input, Rails' "authenticity_token", "x-xsrf-token").
-_ANTI_FORGERY_TOKEN = re.compile(r"""((?:[cx]srf|authenticity_token)[\w-]{0,30}["']?\s*(?:[:=]|value=)\s*["']?)[\w+/=-]{8,200}""")
 
 
 #: Headers of an HTTP response (lowercased names) that say how and when it was served, not

@@ -464,8 +464,14 @@ class NoProgress:
         if identical is None and not observation.error and not observation.empty:
             stats.advancing_between = (last, observation)  # type: ignore[assignment]
         else:
-            # (A result after a failure has moved on, even a quiet one: a check that failed and now passes.)
-            stats.advancing_value = not observation.error and last is not None and (last.error or (not observation.empty and not identical))
+            # (A result after a failure, even a quiet one, has moved on when something was written
+            # between: a check that failed, then passes after an edit. Without one, a check that
+            # fails and passes by turns is flapping.)
+            stats.advancing_value = (
+                not observation.error
+                and last is not None
+                and ((last.error and memory.writes != stats.writes_at_result) or (not observation.empty and not identical))
+            )
             stats.advancing_between = None
         record.stale = stale
         stats.stale_results = stats.stale_results + 1 if own_stale else 0
