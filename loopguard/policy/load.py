@@ -950,26 +950,12 @@ def _check_expressions(root: Node, problems: _Problems) -> None:
             else:
                 argument = _QUOTED_ARGUMENT.search(match.value)
                 if argument is not None:
-                    function, name = argument.group(1), argument.group(2)
-                    problems.add(
-                        _inside(match, argument.start(2) - 1),
-                        codes.QUOTED_IDENTIFIER,
-                        f'"{name}" is a field name in JMESPath, so {function}() gets the field {name}, not the string, and fails for every call',
-                        f"write '{name}' for a string (or `\"{name}\"` as a JSON literal)",
-                        severity="warning",
-                    )
+                    _quoted_identifier(problems, match, argument, 2, f"so {argument.group(1)}() gets the field {{name}}, not the string, and fails for every call")
                 elif not _allows_on_error(rule):
                     _check_missing_field(problems, match, compiled_match.tree)
                 quoted = _QUOTED_COMPARISON.search(match.value)
                 if quoted is not None:
-                    name = quoted.group(1)
-                    problems.add(
-                        _inside(match, quoted.start(1) - 1),
-                        codes.QUOTED_IDENTIFIER,
-                        f'"{name}" is a field name in JMESPath, so this compares with the field {name}, not the string',
-                        f"write '{name}' for a string (or `\"{name}\"` as a JSON literal)",
-                        severity="warning",
-                    )
+                    _quoted_identifier(problems, match, quoted, 1, "so this compares with the field {name}, not the string")
             _check_control_characters(problems, match, python_strings=False)
         when = rule.value.get("when")
         if when is not None and isinstance(when.value, str):
@@ -994,6 +980,19 @@ def _allows_on_error(rule: Node) -> bool:
 
 #: JMESPath functions that fail for a null subject (a field the call does not have).
 _NULL_FAILING_FUNCTIONS = frozenset({"starts_with", "ends_with", "contains", "length"})
+
+
+def _quoted_identifier(problems: _Problems, node: Node, found: re.Match[str], group: int, consequence: str) -> None:
+    """LG902 for the double-quoted name ``found`` matched (as ``group``) in a ``match``;
+    ``consequence`` says what JMESPath makes of it (``{name}`` stands for the name)."""
+    name = found.group(group)
+    problems.add(
+        _inside(node, found.start(group) - 1),
+        codes.QUOTED_IDENTIFIER,
+        f'"{name}" is a field name in JMESPath, ' + consequence.format(name=name),
+        f"write '{name}' for a string (or `\"{name}\"` as a JSON literal)",
+        severity="warning",
+    )
 
 
 def _check_missing_field(problems: _Problems, node: Node, tree: dict[str, Any]) -> None:
