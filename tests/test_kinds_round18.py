@@ -396,3 +396,21 @@ def test_tracking_numbers_are_data_not_generated_tokens() -> None:
     # Letters beyond hex tell these apart (a skeleton keeps them); only an anti-forgery token
     # is set aside so.
     assert observe(label("1ZX99AA10123456784")).same_as(observe(label("1ZY99AA10123456791"))) is False
+
+
+def test_pages_alike_but_for_the_rate_limit_left_are_the_same_pages(policy, tmp_path: Path) -> None:
+    def page(cursor: str, texts: list[str], left: int) -> str:
+        messages = ", ".join(f'{{"type": "message", "ts": "17179{index}8199.871204", "text": "{text}"}}' for index, text in enumerate(texts))
+        return f'{{"ok": true, "messages": [{messages}], "has_more": true, "response_metadata": {{"next_cursor": "{cursor}", "x-ratelimit-remaining-tier3": {left}}}}}'
+
+    def history(cursor: str) -> dict[str, object]:
+        return {"method": "conversations.history", "params": {"channel": "C06F2K9QH7A", "limit": 200, "cursor": cursor}}
+
+    second = page("bmV4dF90czoxNzE3ODEy", ["escalated to eng, INC-5582", "hotfix ETA friday"], 46)
+    third = page("bmV4dF90czoxNzE3OTk4", ["checkout still timing out for their EU tenant", "rolled back 4.12"], 45)
+    steps = [step("slack_api", history("bmV4dF90czoxNzE3OTk4"), second), step("slack_api", history("bmV4dF90czoxNzE3ODEy"), third)]
+    for left in (48, 21, 27):  # the cursors come round again: the same two pages, the rate limit left aside
+        steps += [step("slack_api", history("bmV4dF90czoxNzE3OTk4"), second.replace(": 46}", f": {left}}}")), step("slack_api", history("bmV4dF90czoxNzE3ODEy"), third.replace(": 45}", f": {left - 1}}}"))]
+    report = replay(policy, tmp_path, steps)
+    # The fourth call asks for the second page again with its cursor and gets it again.
+    assert first(report) == (3, "stop")

@@ -2183,6 +2183,8 @@ def _is_stamp(key: str) -> bool:
         or words[:4] == ["x", "amz", "id", "2"]  # S3's host id beside its request id
         or words[-1:] in (["cache"], ["cached"])  # how it was served ("cache": "HIT", "X-Cache")
         or words[-2:] == ["cache", "status"]
+        or "ratelimit" in words  # the rate limit left ("x-ratelimit-remaining-tier3": 46), as the headers say it
+        or ("rate" in words and "limit" in words)
     )
 
 

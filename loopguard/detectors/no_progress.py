@@ -356,27 +356,28 @@ class NoProgress:
         if (
             repeated_output == _NEW
             and compared is not None
-            and compared.skeleton != observation.skeleton
+            and _REPLY_LIMIT < len(observation.text) <= len(compared.text) + _STAMPS_LENGTH
+            and len(compared.text) <= len(observation.text) + _STAMPS_LENGTH
+            and compared.exact != observation.exact
             and not observation.error
             and not compared.error
             and memory.writes == writes_then
             and compared.rest == observation.rest
-            and _REPLY_LIMIT < len(observation.text) <= len(compared.text) + _STAMPS_LENGTH
-            and len(compared.text) <= len(observation.text) + _STAMPS_LENGTH
             and unstamped_digest(observation) == unstamped_digest(compared)
         ):
             # The same answer to the same call but for the response's own stamps: a request id
-            # of any form (base-62 ids escape the skeleton), when and how it was served.
+            # of any form (base-62 ids escape the skeleton), when and how it was served, the
+            # rate limit left (digits only: the skeleton is the same, normalising keeps them).
             repeated_output = _FROM_SAME_CALL
-            last_skeleton_differs = True
+            same_but_stamps = True
         else:
-            last_skeleton_differs = False
+            same_but_stamps = False
         # Whether the output equals this signature's previous one once volatile parts are
         # normalised ("identical") is settled only where it is needed, since normalising is the
         # costliest part of a result: the cheap tests of same_as tell most outputs apart, a
         # stalled poll needs the answer, and SignatureStats.advancing decides it on first read.
         identical: bool | None
-        if last_skeleton_differs:
+        if same_but_stamps:
             identical = True
         elif last is None or (
             last.exact != observation.exact and last.skeleton != observation.skeleton and not _nearly_one_length(last, observation)
