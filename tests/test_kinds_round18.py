@@ -414,3 +414,12 @@ def test_pages_alike_but_for_the_rate_limit_left_are_the_same_pages(policy, tmp_
     report = replay(policy, tmp_path, steps)
     # The fourth call asks for the second page again with its cursor and gets it again.
     assert first(report) == (3, "stop")
+
+
+def test_the_same_not_found_after_a_verbose_request_log_is_the_same_failure(policy, tmp_path: Path) -> None:
+    missing = "❌ Translation file 'src/locales/fr-FR/messages.json' does not exist\n❌ No translation files were found to upload for language(s): fr\n[exit code 1]"
+    verbose = "GET https://api.crowdin.com/api/v2/projects/612034 200 {}ms\n✔️  Fetching project info\n" + missing
+    commands = ["crowdin upload translations -l fr --branch release-3.4", "crowdin upload translations --branch release-3.4 -l fr --verbose", "crowdin upload translations --language=fr --branch=release-3.4 --no-progress", "crowdin upload translations -l fr -b release-3.4 --verbose --dryrun"]
+    outputs = ["✔️  Fetching project info\n" + missing, verbose.format(144), "✔️  Fetching project info\n" + missing, verbose.format(151)]
+    steps = [step("shell", {"command": command, "workdir": "/repo"}, output, error=True) for command, output in zip(commands, outputs)]
+    assert first(replay(policy, tmp_path, steps)) == (2, "replan")

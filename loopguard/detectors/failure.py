@@ -227,8 +227,9 @@ class Failure:
         not_found = is_not_found(observation.text)
         key = observation.exact if not_found else shape
         # The same error said last, after other progress lines (a push's layers, which --quiet
-        # leaves out), is the same failure too; a not-found must repeat exactly.
-        line = None if not_found else failure_line(observation.text)
+        # leaves out; a verbose run's request log), is the same failure too; a not-found must
+        # say again what it did not find.
+        line = failure_line(observation.text)
         arguments = record.signature.arguments
         tool = record.signature.tool
         streak = self._tool_failures.get(tool)
