@@ -236,18 +236,24 @@ _ENVELOPE_WORDS = frozenset(
     "metadata meta response links link request trace correlation id at max results items hits records entries rows "
     "matches found returned remaining expand fields sort filter filters include select format timed out truncated "
     "row item record entry hit match result estimate estimated object type url shards successful skipped failed value "
-    "relation score scanned is last done index collection namespace "
+    "relation score scanned is last done index collection namespace kind "
     "schema".split()
 )
 # Lists under these keys may hold something and still leave the answer empty (advice, links).
 _ENVELOPE_LISTS = frozenset({"warning", "warnings", "note", "notes", "link", "links", "hint", "hints", "suggestion", "suggestions"})
 # Empty lists under keys with these words say that nothing went wrong, not that nothing was
 # found ("errors", "validation_errors").
+# A count of what was found that says 0, in a lowercased JSON object ("rowcount": 0): only
+# then is an object with no empty list parsed for an empty answer.
+_ZERO_FOUND = re.compile(r'(?:row|result|hit|record|match|item)s?_?(?:count|total)?": 0\b|(?:count|total)_?(?:rows|results|hits|records|matches|items)": 0\b')
 _NOT_ANSWERS = frozenset({"error", "errors", "warning", "warnings", "failure", "failures", "note", "notes"})
+# A count of what was found, by the words of its name ("rowCount", "totalResults", "hit_count").
+_ROW_WORDS = frozenset({"row", "rows", "result", "results", "hit", "hits", "record", "records", "match", "matches", "item", "items"})
+_COUNT_WORDS = frozenset({"count", "total", "num", "number"})
 _DATA, _ENVELOPE_ONLY, _EMPTY_ANSWER = 0, 1, 2
 #: Words of keys whose object describes the response, whatever it holds (boto3's ResponseMetadata,
 #: HTTP headers).
-_RESPONSE_DESCRIPTIONS = frozenset({"metadata", "headers"})
+_RESPONSE_DESCRIPTIONS = frozenset({"metadata", "headers", "quota"})  # (a quota: what the request cost, "propertyQuota")
 
 
 def _says_empty(stripped: str, ascii_text: bool) -> bool:
@@ -383,8 +389,8 @@ def _envelope(data: dict[str, Any], depth: int, request: dict[Any, Any]) -> int:
                 if inner == _DATA:
                     return _DATA
                 found = found or inner == _EMPTY_ANSWER
-            elif key.lower() not in _ENVELOPE_LISTS:
-                return _DATA
+            elif key.lower() not in _ENVELOPE_LISTS and split_name(key)[-1:] != ["headers"]:
+                return _DATA  # (a report's "dimensionHeaders" and "metricHeaders" name its columns)
             continue
         if value is None:
             continue  # {"hits": [], "note": null}: a null carries nothing
@@ -394,6 +400,9 @@ def _envelope(data: dict[str, Any], depth: int, request: dict[Any, Any]) -> int:
         if key in request and request[key] == value:
             continue  # an argument echoed back: {"product": "B0C7", ...} for product="B0C7"
         words = split_name(key)
+        if value == 0 and kind is int and not _ROW_WORDS.isdisjoint(words) and not _COUNT_WORDS.isdisjoint(words):
+            found = True  # {"rowCount": 0}: a report that found no rows, whether or not it lists them
+            continue
         if not words or words == ["id"] or not all(word in _ENVELOPE_WORDS for word in words):
             return _DATA  # a field that carries data
         if kind is str and reports_failure(value):
@@ -891,7 +900,7 @@ class Observation:
                 body = _content(body)  # without a shell's "[exit code 0]" or an HTTP response's headers
                 stripped = body.lower()
             self.empty = _says_empty(stripped, ascii_text) or ((stripped.endswith(_ZERO_ROWS) or "time: " in stripped[-80:]) and _zero_rows(stripped))
-            if not self.empty and self._tail is None and "[]" in stripped and stripped[:1] == "{":
+            if not self.empty and self._tail is None and stripped[:1] == "{" and ("[]" in stripped or ('": 0' in stripped and _ZERO_FOUND.search(stripped))):
                 self.empty = is_empty_envelope(body, request)  # (a cut text is no whole object: not parsed)
         self._fingerprint: int | None = None
         self.unstamped: int | None = None  # (see near_duplicate.unstamped_digest)

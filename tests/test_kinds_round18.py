@@ -423,3 +423,40 @@ def test_the_same_not_found_after_a_verbose_request_log_is_the_same_failure(poli
     outputs = ["✔️  Fetching project info\n" + missing, verbose.format(144), "✔️  Fetching project info\n" + missing, verbose.format(151)]
     steps = [step("shell", {"command": command, "workdir": "/repo"}, output, error=True) for command, output in zip(commands, outputs)]
     assert first(replay(policy, tmp_path, steps)) == (2, "replan")
+
+
+def _report(dimensions: list[str], extra: dict[str, object] | None = None, day: str = "2024-06-01") -> dict[str, object]:
+    return {
+        "property": "properties/312448071",
+        "dateRanges": [{"startDate": day, "endDate": "2024-06-30"}],
+        "dimensions": [{"name": name} for name in dimensions],
+        "metrics": [{"name": "sessions"}],
+        "dimensionFilter": {"filter": {"fieldName": "sessionCampaignName", "stringFilter": {"value": "june_newsletter_2024"}}},
+        **(extra or {}),
+    }
+
+
+NO_ROWS = '{"dimensionHeaders": [{"name": "sessionCampaignName"}, {"name": "date"}], "metricHeaders": [{"name": "sessions", "type": "TYPE_INTEGER"}], "rowCount": 0, "metadata": {"currencyCode": "EUR"}, "kind": "analyticsData#runReport", "propertyQuota": {"tokensPerDay": {"consumed": 11, "remaining": 198973}}}'
+
+
+def test_one_report_resubmitted_with_cosmetic_changes_and_nothing_found_is_a_replan(policy, tmp_path: Path) -> None:
+    reports = [
+        _report(["sessionCampaignName", "date"]),
+        _report(["date", "sessionCampaignName"]),
+        _report(["sessionCampaignName", "date"], {"keepEmptyRows": True}),
+        _report(["date", "sessionCampaignName"], {"keepEmptyRows": True, "currencyCode": "EUR"}),
+    ]
+    report = replay(policy, tmp_path, [step("ga4_run_report", arguments, NO_ROWS) for arguments in reports])
+    assert first(report) == (3, "replan")
+    assert signals_at(report, 3) == {"near_duplicate/reworded_call", "no_progress/empty_result"}
+    # The same report for other date ranges, none with rows: a fan-out.
+    days = [_report(["sessionCampaignName", "date"], day=f"2024-06-{day:02d}") for day in (1, 8, 15, 22)]
+    assert first(replay(policy, tmp_path, [step("ga4_run_report", arguments, NO_ROWS) for arguments in days])) is None
+
+
+def test_a_report_that_counts_no_rows_is_an_empty_answer() -> None:
+    from loopguard.observations import observe
+
+    assert observe(NO_ROWS).empty is True
+    assert observe('{"rowCount": 3, "rows": [{"dimensionValues": [{"value": "google"}]}], "kind": "analyticsData#runReport"}').empty is False
+    assert observe('{"unread_count": 0, "status": "ok"}').empty is False  # a count that is the answer

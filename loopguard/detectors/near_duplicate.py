@@ -955,6 +955,10 @@ def _add_fields(value: Any, path: tuple[str, ...], depth: int, fields: dict[tupl
             # A list of values is a set: its order is cosmetic, items added or removed are options.
             fields[path] = frozenset(_NOT_ALPHANUMERIC.sub("", str(item)[:200].lower()) for item in items)
             return
+        if all(type(item) is dict for item in items):
+            # A list of objects is a set too ([{"name": "date"}, {"name": "sessions"}] in either
+            # order): each is compared by its place in their sorted order.
+            items = sorted(items, key=lambda item: repr(sorted((str(key), repr(field)[:200]) for key, field in islice(item.items(), 20))))
         for index, item in enumerate(items):
             _add_fields(item, path + (str(index),), depth + 1, fields)
     elif kind is str:
@@ -1300,6 +1304,10 @@ class NearDuplicate:
         # The latest differently worded calls in a row, per structure, that got empty answers
         # (see _empty_answer).
         self._empty_answers: BoundedMap[tuple[Any, ...], _EmptyAnswers] = BoundedMap(EMPTY_QUESTIONS_REMEMBERED)
+        # Each tool's latest calls in a row without text arguments, each the one before changed
+        # only cosmetically, that got empty answers: [the latest's arguments, their signature
+        # keys, the state change count at the first] (see _empty_again).
+        self._empty_targets: BoundedMap[str, list[Any]] = BoundedMap(EMPTY_QUESTIONS_REMEMBERED)
 
     def reconfigure(self, config: NearDuplicateDetector) -> None:
         self.config = config
@@ -1502,6 +1510,10 @@ class NearDuplicate:
             shape = record.stats.arguments_shape
             if shape is not None and shape.words and shape.span is None:
                 signal = self._empty_answer(record, shape)
+            elif shape is not None and shape.span is None and record.sequence is None:
+                signal = self._empty_again(record)
+        if self._empty_targets and not (observation.empty and not observation.error):
+            self._empty_targets.pop(record.signature.tool, None)  # the tool answered something
         if self._empty_answers and not (observation.empty and not observation.error):
             shape = record.stats.arguments_shape
             if shape is not None and shape.words:
@@ -1602,6 +1614,33 @@ class NearDuplicate:
             "reworded_call",
             self._weight,
             f"{record.tool} found nothing for {len(calls)} differently worded calls of one question in a row",
+            {"call": record.index, "similar_calls": len(calls)},
+        )
+
+    def _empty_again(self, record: CallRecord) -> Signal | None:
+        """A call without text arguments got an empty answer: ``repeats`` + 1 calls of the tool
+        in a row, each the one before changed only cosmetically (see :func:`same_target`:
+        options added, a list reordered, a flag set), no state changed between, all answered
+        with nothing, make a ``reworded_call`` signal (a report resubmitted with its fields
+        reordered and no-op options added). Another target (an id, a date, a region) starts
+        over: a fan-out that finds nothing for several items is healthy."""
+        tool, arguments, key = record.signature.tool, record.signature.arguments, record.signature.key
+        streak = self._empty_targets.get(tool)
+        if streak is None or streak[2] != self._changes or not same_target(streak[0], arguments):
+            self._empty_targets.put(tool, [arguments, {key}, self._changes])
+            return None
+        streak[0] = arguments
+        calls = streak[1]
+        if key in calls or len(calls) >= ANSWERS_COUNTED:
+            return None  # the same call again: the repeat detector's and no_progress's own case
+        calls.add(key)
+        if not self._active or len(calls) < self._repeats + EMPTY_REWORDINGS_EXTRA:
+            return None
+        return Signal(
+            self.name,
+            "reworded_call",
+            self._weight,
+            f"{tool} found nothing for {len(calls)} calls in a row that differ only cosmetically",
             {"call": record.index, "similar_calls": len(calls)},
         )
 
