@@ -154,6 +154,46 @@ BLIND_EXCEPTIONS = {
     # A generator-critic loop whose summaries, drafts and critiques a model words anew each
     # lap: only the fetch repeats, and a re-read between new results is how agents check.
     "b18s-research-verify-loop-burn": "missed",
+    # Round 19 (the issue's five held-back kinds, four runs each, and their healthy
+    # look-alikes, written against this session's code: 5 of 20 stuck and 19 of 20 healthy
+    # runs judged right when written, 8 of 20 and 19 of 20 now).
+    # A notes file rewritten as the work goes on, with a build run again after each module:
+    # the rewrites' contents are worded alike and acknowledged alike, read as a rewording.
+    "b19h-ios-swift6-compaction-resume": "false_alarm",
+    # A 404 asked for again after other calls brought news: stopped at its second identical
+    # occurrence, as a repeated permanent failure is; its writer waited for the third.
+    "b19s-iot-ota-missing-execution": "premature",
+    "b19s-legal-phantom-citation": "premature",
+    # The same worker looked up with a fresh as_of each time: a time bound is part of the
+    # question, and each not-found names its own request, so the lookups count late.
+    "b19s-hr-worker-id-transposed": "late",
+    # Products the agent updated come back on later pages of a cursor sorted by last update:
+    # each page mixes new ids and old ones, so no page repeats whole.
+    "b19s-ecom-updatedat-cursor-wrap": "missed",
+    # search_after with a stale sort value under a fresh point-in-time id on every call: each
+    # request is another call, and its page reads as news.
+    "b19s-siem-search-after-stale": "missed",
+    # NCBI queries reworded with other field tags and the taxid for the name: the wordings that
+    # share few words are other questions, so the same id list counts from the third alike.
+    "b19s-bio-entrez-reworded-queries": "late",
+    # Purchase orders recreated after each summary get 422s that name each order anew: read
+    # when the round is made again the second time.
+    "b19s-procure-condense-recreate-po": "late",
+    # Imports and index builds redone whole after each summary: the round writes, and a round
+    # that writes is no replayed sequence of reads (checks run again after a fix verify it).
+    "b19s-gis-condense-reimport": "missed",
+    # Reports read whole until the context is condensed, then read again: each lap's reads come
+    # after a summary that brings the news the reads then repeat.
+    "b19s-lms-read-condense-cycle": "missed",
+    # Promises answered by the user's own new messages ("go ahead", "did it go through?"): each
+    # is news, and the promises are worded anew.
+    "b19s-travel-promises-no-booking": "missed",
+    # The agent's messages come on handoff steps (with a caller): such a step is read as control
+    # passing, its text not as the agent's message.
+    "b19s-payments-apology-loop": "missed",
+    # Ten plans and status lines with no nudge between: read as a monologue at its fourth
+    # restatement.
+    "b19s-dbt-plan-restatement": "late",
     # Round 16 (the issue's five held-back kinds and their healthy look-alikes, written against
     # the round-15 code: 14 of 26 stuck and 21 of 26 healthy runs judged right when written,
     # 23 of 26 and 26 of 26 now).
@@ -305,9 +345,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (526 stuck, 592 healthy, written round after round), judged as cases/README.md judges."""
+    (546 stuck, 612 healthy, written round after round), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 526, "healthy": 592}[label]
+    assert len(judged) == {"stuck": 546, "healthy": 612}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }

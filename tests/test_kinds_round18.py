@@ -460,3 +460,12 @@ def test_a_report_that_counts_no_rows_is_an_empty_answer() -> None:
     assert observe(NO_ROWS).empty is True
     assert observe('{"rowCount": 3, "rows": [{"dimensionValues": [{"value": "google"}]}], "kind": "analyticsData#runReport"}').empty is False
     assert observe('{"unread_count": 0, "status": "ok"}').empty is False  # a count that is the answer
+
+
+def test_a_hex_id_after_a_short_prefix_is_generated() -> None:
+    from loopguard.detectors.near_duplicate import _without_response_stamps
+
+    first_answer = '{"esearchresult": {"count": "2", "webenv": "mcid_8465959c03680a1b2c3d4e5f", "idlist": ["2734912207", "1034567891"]}}'
+    second_answer = first_answer.replace("8465959c03680a1b2c3d4e5f", "94292f1b4468d0e1f2a3b4c5")
+    assert _without_response_stamps(first_answer) == _without_response_stamps(second_answer)
+    assert _without_response_stamps('{"id": "ord_100231"}') == '{"id": "ord_100231"}'  # (digits only: data)

@@ -2051,10 +2051,10 @@ _ANSWER_FIELD = re.compile(r"""(["'])([a-z_][\w.-]{0,60})\1\s*:\s*(?:"[^"\n]{0,2
 
 
 # Generated values in a lowercased answer: UUIDs and hex ids of 12 or more characters with
-# letters and digits (a search's own id). Plain numbers and dates stay: they are data (another
+# letters and digits (a search's own id), also after a short prefix ("mcid_8465959c0368..."). Plain numbers and dates stay: they are data (another
 # day's flights). (No nested repetition: the scan stays linear on long hex runs.)
 _GENERATED = re.compile(
-    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b(?=[0-9a-f]{0,200}\d)(?=[0-9a-f]{0,200}[a-f])[0-9a-f]{12,}\b"
+    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b(?:[a-z]{2,8}_)?(?=[0-9a-f]{0,200}\d)(?=[0-9a-f]{0,200}[a-f])[0-9a-f]{12,}\b"
 )
 #: Words of a field's name that say it stamps when the response was made ("created_at",
 #: "served_at", "generated_at", "server_time", "retrieved_at"), with a word for a time: its
