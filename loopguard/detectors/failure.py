@@ -138,7 +138,13 @@ class Failure:
         assert novel_at_failure is not None
         shape = observation.shape
         count = failures.get(shape, 0) + 1
-        if observation.failure_class == RETRYABLE and _ANY_DIGIT.search(observation.text) is not None and _TIMED_OUT.search(observation.text[:2000].lower()):
+        text = observation.text
+        if (
+            observation.failure_class == RETRYABLE
+            and ("ime" in text or "IME" in text or "eadline" in text or "EADLINE" in text)  # (cheap tests first: most retries are no timeouts)
+            and _TIMED_OUT.search(text[:2000].lower())
+            and _ANY_DIGIT.search(text) is not None
+        ):
             # A wait that timed out while what it waits for moved on ("1 of 4 updated replicas
             # are available", then "2 of 4") is a poll that advances: its count starts again.
             # (A rate limit's usage climbing, "61/60 requests", is no progress.)
