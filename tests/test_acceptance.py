@@ -175,8 +175,9 @@ BLIND_EXCEPTIONS = {
     # request is another call, and its page reads as news.
     "b19s-siem-search-after-stale": "missed",
     # NCBI queries reworded with other field tags and the taxid for the name: the wordings that
-    # share few words are other questions, so the same id list counts from the third alike.
-    "b19s-bio-entrez-reworded-queries": "late",
+    # share few words are other questions, and each reply's history token (webenv "MCID_...")
+    # is new, so the same id list never reads as the same answer.
+    "b19s-bio-entrez-reworded-queries": "missed",
     # Purchase orders recreated after each summary get 422s that name each order anew: read
     # when the round is made again the second time.
     "b19s-procure-condense-recreate-po": "late",
@@ -549,6 +550,28 @@ def test_review_cases(policy) -> None:
         # Nudges answered by a think() note and a finding each time: no announcement and no
         # permission asked, so nothing reads as a plan restated.
         "br18-s-think-and-findings-under-nudge": "missed",
+        # Round 19's break-it review (14 runs against the latest changes: none right as
+        # written, 10 now).
+        "br19-h-ratelimit-value-is-the-data": "ok",
+        "br19-h-youtube-v-param-is-the-video": "ok",
+        "br19-h-prometheus-time-bisect": "ok",
+        "br19-h-wiki-pageid-comments-fanout": "ok",
+        "br19-h-notfound-pages-generic-last-line": "ok",
+        "br19-h-dq-zero-counts-are-answers": "ok",
+        "br19-h-posture-checklist-boolean-filters": "ok",
+        "br19-h-ga4-distinct-questions-cosmetic-by-rule": "ok",
+        "br19-h-order-search-prefixed-hex-ids": "ok",
+        # Five order UUIDs checked for refunds: a UUID is read as volatile, so the five calls
+        # read as one (older than this session).
+        "br19-h-order-uuid-refund-fanout": "false_alarm",
+        # The property id written two ways ("properties/312448071", "312448071") reads as
+        # another target, and the same report sent through runReport and batchRunReports
+        # counts per tool: the resubmissions never reach four in a row.
+        "br19-s-ga4-resubmit-property-id-reformatted": "missed",
+        "br19-s-ga4-resubmit-alternating-run-and-batch": "missed",
+        # Shopify's call-limit header ("5/40") and GraphQL throttleStatus are no stamps known.
+        "br19-s-shopify-refetch-first-page-call-limit-header": "missed",
+        "br19-s-shopify-graphql-refetch-throttle-status": "missed",
     }
 
 

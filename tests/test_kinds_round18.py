@@ -462,10 +462,30 @@ def test_a_report_that_counts_no_rows_is_an_empty_answer() -> None:
     assert observe('{"unread_count": 0, "status": "ok"}').empty is False  # a count that is the answer
 
 
-def test_a_hex_id_after_a_short_prefix_is_generated() -> None:
+def test_a_hex_id_after_a_prefix_is_data() -> None:
     from loopguard.detectors.near_duplicate import _without_response_stamps
 
-    first_answer = '{"esearchresult": {"count": "2", "webenv": "mcid_8465959c03680a1b2c3d4e5f", "idlist": ["2734912207", "1034567891"]}}'
-    second_answer = first_answer.replace("8465959c03680a1b2c3d4e5f", "94292f1b4468d0e1f2a3b4c5")
-    assert _without_response_stamps(first_answer) == _without_response_stamps(second_answer)
-    assert _without_response_stamps('{"id": "ord_100231"}') == '{"id": "ord_100231"}'  # (digits only: data)
+    first_answer = '{"latest_order": {"id": "ord_5f3a9c0e1b2d4f6a", "total": "49.00"}}'
+    assert _without_response_stamps(first_answer) == first_answer
+    assert _without_response_stamps('{"search_id": "5f3a9c0e1b2d4f6a7b8c"}') != '{"search_id": "5f3a9c0e1b2d4f6a7b8c"}'
+
+
+def test_what_names_an_item_is_no_setting_and_no_cache_buster() -> None:
+    from loopguard.detectors.near_duplicate import _names_setting, _resubmitted, _without_cache_buster, _without_response_stamps
+
+    assert [_names_setting((key,)) for key in ("per_page", "max_results", "timeout", "page_id", "shoe_size", "account_num")] == [True, True, True, False, False, False]
+    assert _without_cache_buster("https://www.youtube.com/watch?v=dQw4w9WgXcQ") == "https://www.youtube.com/watch?v=dQw4w9WgXcQ"
+    assert _without_cache_buster("https://prom.example/api/v1/query?query=up&time=1718023413") == "https://prom.example/api/v1/query?query=up&time=1718023413"
+    # The rate limit left is a stamp; the limit itself may be the answer.
+    assert _without_response_stamps('{"rate_limit": 1200}') == '{"rate_limit": 1200}'
+    assert _without_response_stamps('{"rate_limit_remaining": 46}') != '{"rate_limit_remaining": 46}'
+    # One checklist filter for another is another question; a report padded otherwise is not.
+    assert _resubmitted({"resource": "s3", "public": True}, {"resource": "s3", "encrypted": False}) is False
+    report = {"property": "p/1", "dates": ["2024-06-01", "2024-06-30"], "metrics": ["sessions"], "filter": "june"}
+    assert _resubmitted({**report, "keepEmptyRows": True}, {**report, "caseSensitive": False}) is True
+    assert _resubmitted(report, {**report, "metrics": ["sessions", "users"]}) is False  # a metric added: another report
+
+
+def test_empty_comments_on_each_of_several_pages_are_a_fan_out(policy, tmp_path: Path) -> None:
+    pages = [step("confluence_get_comments", {"page_id": page, "status": "open"}, '{"results": [], "size": 0}') for page in (18350081, 18350094, 18350107, 18350113, 18350140)]
+    assert first(replay(policy, tmp_path, pages)) is None

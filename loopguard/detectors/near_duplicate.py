@@ -666,14 +666,15 @@ def _holds_identity(value: dict[Any, Any], depth: int) -> bool:
 #: Query parameters that only defeat caches (a random seed, ``rnd``, may be what is asked for).
 _CACHE_BUSTERS = frozenset({"_", "cb", "cachebuster", "cache_buster", "cachebust", "cache_bust", "bust", "nocache", "no_cache", "nc", "_t", "_ts", "_dc", "fresh"})
 #: Query parameters that bust caches only with a value made up for the request (see _made_up).
-_BUSTERS_BY_VALUE = frozenset({"t", "ts", "v", "r", "rand", "rnd", "random", "time", "timestamp", "cachekey", "x"})
+_BUSTERS_BY_VALUE = frozenset({"t", "ts", "v", "r", "rand", "rnd", "random", "cachekey", "x"})
 _EPOCH = re.compile(r"1[5-9]\d{8}(?:\d{3})?(?:\.\d+)?")  # seconds or milliseconds since 1970, 2017-2033
-_RANDOM_TOKEN = re.compile(r"(?=[a-z0-9]{0,200}\d)(?=[a-z0-9]{0,200}[a-z])[a-z0-9]{8,64}|0?\.\d{8,}", re.IGNORECASE)
+_RANDOM_TOKEN = re.compile(r"(?=[a-f0-9]{0,200}\d)(?=[a-f0-9]{0,200}[a-f])[a-f0-9]{8,64}|0?\.\d{8,}")
 
 
 def _made_up(value: str) -> bool:
     """Whether a query value is made up for the request: an epoch time (seconds or
-    milliseconds) or a random token (letters and digits, 8 or more; a random fraction)."""
+    milliseconds) or a random token (8 or more lowercase hex digits with a letter, a random
+    fraction). A mixed-case id (YouTube's ``v=dQw4w9WgXcQ``) names what is asked for."""
     return _EPOCH.fullmatch(value) is not None or _RANDOM_TOKEN.fullmatch(value) is not None
 
 
@@ -923,7 +924,11 @@ def _names_time(path: tuple[str, ...]) -> bool:
 
 
 def _names_setting(path: tuple[str, ...]) -> bool:
-    return bool(path) and not _SETTING_WORDS.isdisjoint(split_name(path[-1].lstrip("?")))
+    """Whether the last key of ``path`` names a setting by all its words (``per_page``,
+    ``max_results``, ``timeout``; not ``page_id``, ``shoe_size`` or ``account_num``: those
+    name an item)."""
+    words = split_name(path[-1].lstrip("?")) if path else []
+    return bool(words) and _SETTING_WORDS.issuperset(words)
 
 
 def _cosmetic_path(path: tuple[str, ...]) -> bool:
@@ -1626,7 +1631,7 @@ class NearDuplicate:
         over: a fan-out that finds nothing for several items is healthy."""
         tool, arguments, key = record.signature.tool, record.signature.arguments, record.signature.key
         streak = self._empty_targets.get(tool)
-        if streak is None or streak[2] != self._changes or not same_target(streak[0], arguments):
+        if streak is None or streak[2] != self._changes or not _resubmitted(streak[0], arguments):
             self._empty_targets.put(tool, [arguments, {key}, self._changes])
             return None
         streak[0] = arguments
@@ -1946,6 +1951,24 @@ _NAMED_ITEM = re.compile(r"[\w-]*\d[\w-]*")
 _TOKEN = re.compile(r"\w+")
 
 
+def _resubmitted(before: Any, after: Any) -> bool:
+    """Whether ``after`` is ``before`` sent again with cosmetic changes only: every value both
+    give is the same (a list, of objects too, in any order), and they share a value that is no
+    flag; options may be added or dropped, and swapped for others only beside at least
+    :data:`_RESUBMITTED_SHARED` shared values that are no flags (a report's property, dates,
+    dimensions and filter, padded otherwise each time; not one of a checklist's filters for
+    another)."""
+    left, right = _target_fields(before), _target_fields(after)
+    common = left.keys() & right.keys()
+    if not all(left[path] == right[path] for path in common):
+        return False
+    shared = sum(1 for path in common if type(left[path]) is not bool)
+    return shared > 0 and (left.keys() <= right.keys() or right.keys() <= left.keys() or shared >= _RESUBMITTED_SHARED)
+
+
+_RESUBMITTED_SHARED = 3
+
+
 def _question(structure: tuple[Any, ...]) -> tuple[Any, ...]:
     """A call structure without how many results it asks for (``top_k``, ``limit``,
     ``max_results``, ``num_results``): a search asked for more results is the same question.
@@ -2051,10 +2074,11 @@ _ANSWER_FIELD = re.compile(r"""(["'])([a-z_][\w.-]{0,60})\1\s*:\s*(?:"[^"\n]{0,2
 
 
 # Generated values in a lowercased answer: UUIDs and hex ids of 12 or more characters with
-# letters and digits (a search's own id), also after a short prefix ("mcid_8465959c0368..."). Plain numbers and dates stay: they are data (another
+# letters and digits (a search's own id). (A hex id after a prefix, "ord_5f3a9c...", is
+# data: an order's id.) Plain numbers and dates stay: they are data (another
 # day's flights). (No nested repetition: the scan stays linear on long hex runs.)
 _GENERATED = re.compile(
-    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b(?:[a-z]{2,8}_)?(?=[0-9a-f]{0,200}\d)(?=[0-9a-f]{0,200}[a-f])[0-9a-f]{12,}\b"
+    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b(?=[0-9a-f]{0,200}\d)(?=[0-9a-f]{0,200}[a-f])[0-9a-f]{12,}\b"
 )
 #: Words of a field's name that say it stamps when the response was made ("created_at",
 #: "served_at", "generated_at", "server_time", "retrieved_at"), with a word for a time: its
@@ -2214,6 +2238,9 @@ _QUOTED_FIELD = re.compile(r"""(?:,[ \t]*)?(["'])([A-Za-z_][\w-]{0,60})\1\s*:\s*
 _STAMP_OWNERS = frozenset({"request", "host", "trace", "correlation", "span", "search", "response", "query", "cf", "job", "statement", "execution"})
 
 
+_RATE_LEFT = frozenset({"remaining", "reset", "left", "used", "available"})
+
+
 def _is_stamp(key: str) -> bool:
     words = split_name(key)
     return (
@@ -2222,8 +2249,9 @@ def _is_stamp(key: str) -> bool:
         or words[:4] == ["x", "amz", "id", "2"]  # S3's host id beside its request id
         or words[-1:] in (["cache"], ["cached"])  # how it was served ("cache": "HIT", "X-Cache")
         or words[-2:] == ["cache", "status"]
-        or "ratelimit" in words  # the rate limit left ("x-ratelimit-remaining-tier3": 46), as the headers say it
-        or ("rate" in words and "limit" in words)
+        # The rate limit left or when it resets ("x-ratelimit-remaining-tier3": 46), as the
+        # headers say it; the limit itself may be the answer (a key's limit raised to 1200).
+        or (("ratelimit" in words or ("rate" in words and "limit" in words)) and not _RATE_LEFT.isdisjoint(words))
     )
 
 
