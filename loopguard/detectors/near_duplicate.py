@@ -1611,24 +1611,15 @@ class NearDuplicate:
             # Words no earlier wording shares ("annual leave carry forward" after "PTO carryover
             # policy"): not counted, but kept, so a later wording may share them.
             return None
-        calls.add(key)
-        if not self._active or len(calls) < self._repeats + EMPTY_REWORDINGS_EXTRA:
-            return None
-        return Signal(
-            self.name,
-            "reworded_call",
-            self._weight,
-            f"{record.tool} found nothing for {len(calls)} differently worded calls of one question in a row",
-            {"call": record.index, "similar_calls": len(calls)},
-        )
+        return self._nothing_found(record, calls, "differently worded calls of one question in a row")
 
     def _empty_again(self, record: CallRecord) -> Signal | None:
         """A call without text arguments got an empty answer: ``repeats`` + 1 calls of the tool
-        in a row, each the one before changed only cosmetically (see :func:`same_target`:
-        options added, a list reordered, a flag set), no state changed between, all answered
-        with nothing, make a ``reworded_call`` signal (a report resubmitted with its fields
-        reordered and no-op options added). Another target (an id, a date, a region) starts
-        over: a fan-out that finds nothing for several items is healthy."""
+        in a row, each the one before sent again with cosmetic changes only (see
+        :func:`_resubmitted`), no state changed between, all answered with nothing, make a
+        ``reworded_call`` signal (a report resubmitted with its fields reordered and no-op
+        options). Another target (an id, a date, a region) starts over: a fan-out that finds
+        nothing for several items is healthy."""
         tool, arguments, key = record.signature.tool, record.signature.arguments, record.signature.key
         streak = self._empty_targets.get(tool)
         if streak is None or streak[2] != self._changes or not _resubmitted(streak[0], arguments):
@@ -1638,14 +1629,19 @@ class NearDuplicate:
         calls = streak[1]
         if key in calls or len(calls) >= ANSWERS_COUNTED:
             return None  # the same call again: the repeat detector's and no_progress's own case
-        calls.add(key)
+        return self._nothing_found(record, calls, "calls in a row that differ only cosmetically")
+
+    def _nothing_found(self, record: CallRecord, calls: set[int], what: str) -> Signal | None:
+        """Count the call among ``calls`` (signature keys of calls that all got empty answers);
+        ``repeats`` + 1 of them make the ``reworded_call`` signal, ``what`` naming them."""
+        calls.add(record.signature.key)
         if not self._active or len(calls) < self._repeats + EMPTY_REWORDINGS_EXTRA:
             return None
         return Signal(
             self.name,
             "reworded_call",
             self._weight,
-            f"{tool} found nothing for {len(calls)} calls in a row that differ only cosmetically",
+            f"{record.tool} found nothing for {len(calls)} {what}",
             {"call": record.index, "similar_calls": len(calls)},
         )
 
