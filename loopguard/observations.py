@@ -204,7 +204,7 @@ def without_anti_forgery_token(page: str) -> str | None:
     return replaced if count else None
 
 
-TOKEN_LENGTH_SLACK = 16  #: characters by which two outputs alike but for generated tokens may differ
+TOKEN_LENGTH_SLACK = 16  # characters by which two pages alike but for an anti-forgery token may differ
 
 
 def _normalize(text: str) -> str:
@@ -241,11 +241,11 @@ _ENVELOPE_WORDS = frozenset(
 )
 # Lists under these keys may hold something and still leave the answer empty (advice, links).
 _ENVELOPE_LISTS = frozenset({"warning", "warnings", "note", "notes", "link", "links", "hint", "hints", "suggestion", "suggestions"})
-# Empty lists under keys with these words say that nothing went wrong, not that nothing was
-# found ("errors", "validation_errors").
 # A count of what was found that says 0, in a lowercased JSON object ("rowcount": 0): only
 # then is an object with no empty list parsed for an empty answer.
 _ZERO_FOUND = re.compile(r'(?:row|result|hit|record|match|item)s?_?(?:count|total)?": 0\b|(?:count|total)_?(?:rows|results|hits|records|matches|items)": 0\b')
+# Empty lists under keys with these words say that nothing went wrong, not that nothing was
+# found ("errors", "validation_errors").
 _NOT_ANSWERS = frozenset({"error", "errors", "warning", "warnings", "failure", "failures", "note", "notes"})
 # A count of what was found, by the words of its name ("rowCount", "totalResults", "hit_count").
 _ROW_WORDS = frozenset({"row", "rows", "result", "results", "hit", "hits", "record", "records", "match", "matches", "item", "items"})

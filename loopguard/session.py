@@ -277,7 +277,7 @@ class Session:
             # The same message (counters aside: "reminder 2/10") with no tool call since
             # its previous copy is a nudge; asked again after the agent acted, it is a request.
             # A nudge is a harness's boilerplate, not a person's short reply: "continue", "yes",
-            # "2" or "Convert 350 F" said again is a conversation going on.
+            # "2" or "Convert 350 F" said again is a conversation going on (but see below).
             actions = self._calls - self._near_duplicate.thoughts  # (a scratchpad entry is no action)
             # A short reply ("continue") said again is a nudge too once the agent has used tools
             # and has not since: it is waiting for the agent to act, not for the next lesson.

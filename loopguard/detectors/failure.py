@@ -53,7 +53,7 @@ class Failure:
         self._armed_message = ""
         # Each tool's permanent failures in a row (see _tool_failure): [failure key, count, the
         # latest failing call's arguments, its failure line, whether it is about the arguments'
-        # names]. Bounded: tool names come from the agent.
+        # names, the required fields it says are missing]. Bounded: tool names come from the agent.
         self._tool_failures: BoundedMap[str, list[Any]] = BoundedMap(_TOOLS_REMEMBERED)
         self._refusals_in_a_row = 0
         self._latest_call = -1  # index of the latest pending call seen
@@ -148,7 +148,7 @@ class Failure:
             # A wait that timed out while what it waits for moved on ("1 of 4 updated replicas
             # are available", then "2 of 4") is a poll that advances: its count starts again.
             # (A rate limit's usage climbing, "61/60 requests", is no progress.)
-            progress = progress_of(observation.text)
+            progress = progress_of(text)
             key = record.signature.key
             if count > 1 and progress and advanced(self._progress.get(key), progress):
                 count = 1

@@ -180,8 +180,9 @@ class _ToolOutputs:
 
 
 def _nearly_one_length(earlier: Observation, latest: Observation) -> bool:
-    """Whether two outputs with other skeletons may still be alike but for generated tokens
-    with letters beyond hex (a CSRF token, a base-62 id: see ``Observation.same_as``)."""
+    """Whether two outputs with other skeletons may still be alike but for a page's
+    anti-forgery token, whose letters go beyond hex (see ``Observation.same_as``): their
+    likeness is then settled only when it is read."""
     return abs(len(earlier.text) - len(latest.text)) <= TOKEN_LENGTH_SLACK and len(latest.text) > _REPLY_LIMIT
 
 
