@@ -521,7 +521,7 @@ def test_review_cases(policy) -> None:
         "r17b-s-nudge-with-think-tool": "ok",
         "r17b-s-asks-permission-despite-nudges": "ok",
         # Round 18's break-it review (18 runs against this session's changes: 1 judged right
-        # as written, 12 now).
+        # as written, 13 now).
         "br18-h-shoe-sizes-user-listed": "ok",
         "br18-h-writer-with-tools-continue": "ok",
         "br18-h-tutor-with-calculator-next": "ok",
@@ -551,7 +551,7 @@ def test_review_cases(policy) -> None:
         # permission asked, so nothing reads as a plan restated.
         "br18-s-think-and-findings-under-nudge": "missed",
         # Round 19's break-it review (14 runs against the latest changes: none right as
-        # written, 10 now).
+        # written, 9 now).
         "br19-h-ratelimit-value-is-the-data": "ok",
         "br19-h-youtube-v-param-is-the-video": "ok",
         "br19-h-prometheus-time-bisect": "ok",
