@@ -195,6 +195,11 @@ def _duration_field(field: re.Match[str]) -> str:
 _ANTI_FORGERY_TOKEN = re.compile(r"""((?:[cx]srf|authenticity_token)[\w-]{0,30}["']?\s*(?:[:=]|value=)\s*["']?)[\w+/=-]{8,200}""")
 
 
+def _may_hold_token(text: str) -> bool:
+    """Whether a text may hold an anti-forgery token (see :func:`without_anti_forgery_token`)."""
+    return "srf" in text or "SRF" in text or "uthenticity_token" in text
+
+
 def without_anti_forgery_token(page: str) -> str | None:
     """A lowercased page with its anti-forgery tokens' values replaced (they are made anew for
     every page served), or ``None`` when it has none."""
@@ -934,14 +939,18 @@ class Observation:
             return True
         if other.skeleton == self.skeleton:
             return other.fingerprint == self.fingerprint
-        # Skeletons keep letters beyond hex, so a page's anti-forgery token (made anew for every
-        # page served) tells two pages apart: compared without it, when both have one and their
-        # lengths are nearly one. (Other tokens with such letters, a parcel's tracking number,
-        # are data.)
-        if abs(len(other.text) - len(self.text)) > TOKEN_LENGTH_SLACK:
+        if not self.token_apart(other):
             return False
         mine, theirs = without_anti_forgery_token(self.text.lower()), without_anti_forgery_token(other.text.lower())
         return mine is not None and theirs is not None and normalize(mine) == normalize(theirs)
+
+    def token_apart(self, other: "Observation") -> bool:
+        """Whether two outputs whose skeletons differ may still be one page served twice:
+        skeletons keep letters beyond hex, so a page's anti-forgery token (made anew for every
+        page served) tells them apart, and only ``same_as`` can tell (cheap tests: both may
+        hold one and their lengths are nearly one). Other tokens with such letters, a parcel's
+        tracking number, are data."""
+        return abs(len(other.text) - len(self.text)) <= TOKEN_LENGTH_SLACK and _may_hold_token(self.text) and _may_hold_token(other.text)
 
 
 #: What a search command that matched nothing answered (its output was only exit status 1).

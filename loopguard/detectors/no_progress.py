@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..decisions import Signal
 from ..policy.schema import FailureDetector, NoProgressDetector
-from ..observations import NO_MATCH, REFUSED, TOKEN_LENGTH_SLACK, Observation, is_acknowledgement, is_empty_data, is_final, is_pending, reports_failure
+from ..observations import NO_MATCH, REFUSED, Observation, is_acknowledgement, is_empty_data, is_final, is_pending, reports_failure
 from .base import RECENT_RESULTS, BoundedMap, CallRecord, RunMemory, describe, polls
 from .failure import FORGIVEN_AFTER_NEW_CHANGES
 from ..tool_names import acts_by_name, echoes, operation_of, runs_command, writes_by_name
@@ -177,13 +177,6 @@ class _ToolOutputs:
         if len(calls) > _BUCKET:
             del calls[0], exacts[0], bucket.observations[0], bucket.changes[0]
         return known
-
-
-def _nearly_one_length(earlier: Observation, latest: Observation) -> bool:
-    """Whether two outputs with other skeletons may still be alike but for a page's
-    anti-forgery token, whose letters go beyond hex (see ``Observation.same_as``): their
-    likeness is then settled only when it is read."""
-    return abs(len(earlier.text) - len(latest.text)) <= TOKEN_LENGTH_SLACK and len(latest.text) > _REPLY_LIMIT
 
 
 def _quiet_success(record: CallRecord, observation: Observation) -> bool:
@@ -381,7 +374,7 @@ class NoProgress:
         if same_but_stamps:
             identical = True
         elif last is None or (
-            last.exact != observation.exact and last.skeleton != observation.skeleton and not _nearly_one_length(last, observation)
+            last.exact != observation.exact and last.skeleton != observation.skeleton and not last.token_apart(observation)
         ):
             identical = False
         else:
