@@ -20,7 +20,8 @@ from loopguard.calls import ModelUsage, ToolCall, ToolResult
 from loopguard.decisions import Decision, GuardAction, Signal, Verdict, VerdictKind
 from loopguard.signature import signature_of
 from loopguard.traces import RunReport, judge, parse_trace, read_trace, render_text, replay_file, replay_paths, replay_run
-from loopguard.traces.cli import default_policy_source, main
+from loopguard.policy import default_policy_path
+from loopguard.traces.cli import main
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "traces"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -300,11 +301,11 @@ def test_cli_usage_error_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_default_policy_prefers_local_file(tmp_path: Path) -> None:
-    assert default_policy_source(tmp_path) == "builtin:default"
+    assert default_policy_path(tmp_path) == "builtin:default"
     (tmp_path / "loopguard.yaml").write_text("version: 1\n")
-    assert default_policy_source(tmp_path) == str(tmp_path / "loopguard.yaml")
+    assert default_policy_path(tmp_path) == str(tmp_path / "loopguard.yaml")
     (tmp_path / "loopguard.yml").write_text("version: 1\n")
-    assert default_policy_source(tmp_path) == str(tmp_path / "loopguard.yml")
+    assert default_policy_path(tmp_path) == str(tmp_path / "loopguard.yml")
 
 
 # -- integration: the real Session and policies --------------------------------

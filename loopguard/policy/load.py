@@ -390,9 +390,10 @@ def default_policy_file(directory: Path | None = None) -> str | None:
     return None
 
 
-def default_policy_path() -> str:
-    """``./loopguard.yml`` (or ``./loopguard.yaml``) when it exists, else ``builtin:default``."""
-    return default_policy_file() or f"{BUILTIN_PREFIX}default"
+def default_policy_path(directory: Path | None = None) -> str:
+    """The policy used when none is named: :func:`default_policy_file` in ``directory``
+    (default: the working directory), else ``builtin:default``."""
+    return default_policy_file(directory) or f"{BUILTIN_PREFIX}default"
 
 
 def _check_permissions(path: Path, display: str, problems: _Problems) -> None:

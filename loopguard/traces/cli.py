@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 import warnings
-from pathlib import Path
 from typing import Any, TextIO
 
 from loopguard.decisions import GuardAction
@@ -66,13 +65,6 @@ def add_replay_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run_replay)
 
 
-def default_policy_source(cwd: Path | None = None) -> str:
-    """``./loopguard.yml`` (or ``./loopguard.yaml``) when it exists, else ``builtin:default``."""
-    from loopguard.policy.load import default_policy_file
-
-    return default_policy_file(cwd) or DEFAULT_POLICY  # (relative to the working directory when cwd is None)
-
-
 def run_replay(
     args: argparse.Namespace,
     *,
@@ -83,10 +75,10 @@ def run_replay(
     """Run ``loopguard replay`` for parsed ``args``; returns the exit code."""
     out = stdout or sys.stdout
     err = stderr or sys.stderr
-    from loopguard.policy import load_policy  # the CLI loads the policy layer only when used
+    from loopguard.policy import default_policy_path, load_policy  # the CLI loads the policy layer only when used
     from loopguard.policy.errors import PolicyError, PolicyFileWarning
 
-    source = args.policy or default_policy_source()
+    source = args.policy or default_policy_path()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PolicyFileWarning)
