@@ -1371,13 +1371,7 @@ class NearDuplicate:
         # (A check that failed and then passed, its latest result moved on from a failure, is
         # run again to verify: no rewording that brings nothing.)
         if self._active and similar >= self._repeats and len(signatures) >= 2 and not (stats.failures == {} and stats.advancing):
-            return Signal(
-                detector=self.name,
-                kind="reworded_call",
-                score=self._weight,
-                message=f"{tool} is called {similar} times with arguments that differ only in wording or throwaway values",
-                evidence={"call": record.index, "similar_calls": similar},
-            )
+            return self._reworded(record, similar, f"{tool} is called {similar} times with arguments that differ only in wording or throwaway values")
         return paging
 
     def message(self, record: CallRecord, text: str, memory: RunMemory) -> Signal | None:
@@ -1571,13 +1565,7 @@ class NearDuplicate:
         record.same_answer = digest
         if not self._active or len(calls) < self._repeats:
             return None
-        return Signal(
-            self.name,
-            "reworded_call",
-            self._weight,
-            f"{record.tool} got the same answer to {len(calls)} differently worded calls",
-            {"call": record.index, "similar_calls": len(calls)},
-        )
+        return self._reworded(record, len(calls), f"{record.tool} got the same answer to {len(calls)} differently worded calls")
 
     def _empty_answer(self, record: CallRecord, shape: _Shape) -> Signal | None:
         """A call with text arguments got an empty answer: ``repeats`` + 1 differently worded
@@ -1637,13 +1625,11 @@ class NearDuplicate:
         calls.add(record.signature.key)
         if not self._active or len(calls) < self._repeats + EMPTY_REWORDINGS_EXTRA:
             return None
-        return Signal(
-            self.name,
-            "reworded_call",
-            self._weight,
-            f"{record.tool} found nothing for {len(calls)} {what}",
-            {"call": record.index, "similar_calls": len(calls)},
-        )
+        return self._reworded(record, len(calls), f"{record.tool} found nothing for {len(calls)} {what}")
+
+    def _reworded(self, record: CallRecord, similar: int, message: str) -> Signal:
+        """The ``reworded_call`` signal for ``record``, one of ``similar`` calls alike."""
+        return Signal(self.name, "reworded_call", self._weight, message, {"call": record.index, "similar_calls": similar})
 
     def _other_item(self, tokens: tuple[str, ...], texts: tuple[str, ...], streak: list[tuple[str, ...]]) -> bool:
         """Whether a text (``tokens``, read from ``texts``) asks about another item than the
