@@ -671,6 +671,15 @@ _EPOCH = re.compile(r"1[5-9]\d{8}(?:\d{3})?(?:\.\d+)?")  # seconds or millisecon
 _RANDOM_TOKEN = re.compile(r"(?=[a-f0-9]{0,200}\d)(?=[a-f0-9]{0,200}[a-f])[a-f0-9]{8,64}|0?\.\d{8,}")
 
 
+def _busts_cache(name: str, value: str) -> bool:
+    """Whether a query parameter only defeats caches. Only names that say so: in a URL a
+    request_id or a trace_id is often what is looked up. A short name busts one only with a
+    value made up for the request (?t=<epoch ms>, ?v=8f2c41d9e0: "?v=3" is a version, "?t=7"
+    a page)."""
+    name = name.lower()
+    return name in _CACHE_BUSTERS or (name in _BUSTERS_BY_VALUE and _made_up(value))
+
+
 def _made_up(value: str) -> bool:
     """Whether a query value is made up for the request: an epoch time (seconds or
     milliseconds) or a random token (8 or more lowercase hex digits with a letter, a random
@@ -707,7 +716,7 @@ def _url_search(url: str) -> tuple[str, str] | None:
         return None
     for index, (name, value) in enumerate(parameters):
         if name.lower() in _SEARCH_PARAMETERS and any(character.isalpha() for character in value):
-            kept = [(other, kept_value) for other, kept_value in parameters[:index] + parameters[index + 1 :] if other.lower() not in _CACHE_BUSTERS]
+            kept = [(other, kept_value) for other, kept_value in parameters[:index] + parameters[index + 1 :] if not _busts_cache(other, kept_value)]
             return parts._replace(query="&".join(f"{other}={kept_value}" for other, kept_value in kept)).geturl(), value
     return None
 
@@ -724,14 +733,7 @@ def _without_cache_buster(url: str) -> str:
         return url
     if not parameters:
         return url
-    # Only names that say they bust a cache: in a URL a request_id or a trace_id is often what is
-    # looked up. A short name busts one only with a value made up for the request (?t=<epoch
-    # ms>, ?v=8f2c41d9e0: "?v=3" is a version, "?t=7" a page).
-    kept = [
-        (name, value)
-        for name, value in parameters
-        if name.lower() not in _CACHE_BUSTERS and not (name.lower() in _BUSTERS_BY_VALUE and _made_up(value))
-    ]
+    kept = [(name, value) for name, value in parameters if not _busts_cache(name, value)]
     if len(kept) == len(parameters):
         return url
     return parts._replace(query="&".join(f"{name}={value}" for name, value in kept)).geturl()
