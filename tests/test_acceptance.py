@@ -569,9 +569,8 @@ def test_review_cases(policy) -> None:
         # counts per tool: the resubmissions never reach four in a row.
         "br19-s-ga4-resubmit-property-id-reformatted": "missed",
         "br19-s-ga4-resubmit-alternating-run-and-batch": "missed",
-        # Shopify's call-limit header ("5/40") and GraphQL throttleStatus are no stamps known.
-        "br19-s-shopify-refetch-first-page-call-limit-header": "missed",
-        "br19-s-shopify-graphql-refetch-throttle-status": "missed",
+        "br19-s-shopify-refetch-first-page-call-limit-header": "ok",
+        "br19-s-shopify-graphql-refetch-throttle-status": "ok",
     }
 
 

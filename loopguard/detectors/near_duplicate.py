@@ -2082,7 +2082,24 @@ def _without_response_stamps(body: str) -> str:
     body = without_anti_forgery_token(body) or body  # (made anew for every page served)
     if "[ref=" in body:
         body = _ELEMENT_REF.sub("[ref]", body)  # a browser snapshot's element refs, renumbered on each load
+    body = _without_throttle_status(body)
     return _GENERATED.sub("<generated>", _ANSWER_FIELD.sub(_unless_stamp, body))
+
+
+#: An object that reports a request budget as it stood when the response was served
+#: (lowercased): GraphQL APIs put one beside the data, Shopify's ``"throttleStatus":
+#: {"maximumAvailable": 1000.0, "currentlyAvailable": 980, "restoreRate": 50.0}``, GitHub's
+#: ``"rateLimit": {"cost": 1, "remaining": 4991, "resetAt": "..."}``. Only a flat object of
+#: numbers and short texts goes.
+_THROTTLE_STATUS = re.compile(
+    r"""(?:,[ \t]*)?(["'])(?:throttle_?status|rate_?limit(?:_?status)?)\1\s*:\s*\{[^{}\[\]]{0,400}\}""", re.IGNORECASE
+)
+
+
+def _without_throttle_status(text: str) -> str:
+    if "hrottle" in text or "ateLimit" in text or "atelimit" in text or "ate_limit" in text:
+        return _THROTTLE_STATUS.sub("", text)
+    return text
 
 
 _ELEMENT_REF = re.compile(r"\[ref=[a-z]{0,3}\d{1,6}\]")
@@ -2095,7 +2112,8 @@ _STAMPING_HEADERS = frozenset(
     "date age via expires server-timing x-cache x-cache-hits x-served-by x-timer x-request-id x-amzn-requestid "
     "x-amz-request-id x-amz-id-2 x-amz-cf-id x-amz-cf-pop cf-ray x-trace-id x-b3-traceid traceparent x-runtime "
     "x-response-time x-envoy-upstream-service-time x-github-request-id x-ratelimit-remaining x-ratelimit-reset "
-    "x-rate-limit-remaining x-rate-limit-reset ratelimit-remaining ratelimit-reset set-cookie".split()
+    "x-rate-limit-remaining x-rate-limit-reset ratelimit-remaining ratelimit-reset x-ratelimit-used "
+    "x-shopify-shop-api-call-limit set-cookie".split()
 )
 
 
@@ -2121,7 +2139,20 @@ def _unless_stamp(field: re.Match[str]) -> str:
     words = split_name(key)
     if not _STAMP_TIME_WORDS.isdisjoint(words) and not _TIME_WORDS.isdisjoint(words) and _SUBSECOND.search(field[0]):
         return ""
+    if _says_limit_used(key, field[0]):
+        return ""
     return field[0]
+
+
+def _says_limit_used(key: str, field: str) -> bool:
+    """Whether a field says how much of a request limit was used when the response was served:
+    a name ending in ``limit`` and a value ``used/limit`` (``"x-shopify-shop-api-call-limit":
+    "32/40"``)."""
+    return key[-5:].lower() == "limit" and _USED_OF_LIMIT.search(field) is not None and len(split_name(key)) >= 2
+
+
+# A count used of a limit, as a rate limit's header says it: "32/40".
+_USED_OF_LIMIT = re.compile(r""":\s*["']\d{1,9}/\d{1,9}["']$""")
 
 
 def _answer_body(text: str, echoes: list[str]) -> str:
@@ -2329,7 +2360,7 @@ def _page_body(text: str, cursors: tuple[str, ...]) -> str:
         text = _NUMBER_FIELD.sub(_without_time_taken, text)
     if "imit-" in text or "imit_" in text:
         text = _RATE_LIMIT_FIELD.sub("", text)  # (the rate limit left when the page was served)
-    return text
+    return _without_throttle_status(text)
 
 
 # A field with a number for its value ("took_ms": 52), and the comma before it.
@@ -2350,7 +2381,7 @@ _TIME_TAKEN = re.compile(r"(?:took|elapsed|latency|(?:query|response|processing|
 
 
 def _without_stamp(field: re.Match[str]) -> str:
-    if field[4] == "\x00" or _is_stamp(field[2]) or _TIME_TAKEN.match(field[2]) is not None:
+    if field[4] == "\x00" or _is_stamp(field[2]) or _TIME_TAKEN.match(field[2]) is not None or _says_limit_used(field[2], field[0]):
         return ""  # a field that is a cursor goes whole: the first page has no echoed cursor
     return field[0]
 

@@ -1,0 +1,65 @@
+"""Kinds from the round-20 session: answers that differ only in the request budget left."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_detector_kinds import first, replay, signals_at, step  # noqa: F401  (policy is a fixture)
+from test_detector_kinds import policy  # noqa: F401
+
+ORDERS = [{"id": 5512001, "name": "#1041", "financial_status": "paid"}, {"id": 5512002, "name": "#1042", "financial_status": "refunded"}]
+
+
+def test_the_same_page_refetched_with_only_the_call_limit_used_moving_is_no_progress(policy, tmp_path: Path) -> None:
+    call = {"path": "/admin/api/2024-04/orders.json", "params": {"limit": 2, "status": "any"}}
+    link = '<https://acme.myshopify.com/admin/api/2024-04/orders.json?page_info=eyJsYXN0X2lkIjo1NTEyMDAyfQ&limit=2>; rel="next"'
+
+    def page(used: int) -> str:
+        return json.dumps({"orders": ORDERS, "headers": {"x-shopify-shop-api-call-limit": f"{used}/40", "link": link}})
+
+    report = replay(policy, tmp_path, [step("shopify_get", call, page(used)) for used in (3, 5, 7, 9, 11)])
+    # The third fetch of one page: as if the answers were identical.
+    assert first(report) == (2, "stop")
+    assert signals_at(report, 2) == {"repeat/identical_call", "no_progress/same_output"}
+
+
+def test_the_same_graphql_page_with_only_its_throttle_status_moving_is_no_progress(policy, tmp_path: Path) -> None:
+    query = "{ orders(first: 2) { edges { node { id name } } pageInfo { hasNextPage endCursor } } }"
+
+    def page(available: int) -> str:
+        data = {"orders": {"edges": [{"node": {"id": f"gid://shopify/Order/{order['id']}", "name": order["name"]}} for order in ORDERS], "pageInfo": {"hasNextPage": True, "endCursor": "eyJsYXN0X2lkIjo1NTEyMDAyfQ"}}}
+        cost = {"requestedQueryCost": 12, "actualQueryCost": 12, "throttleStatus": {"maximumAvailable": 1000.0, "currentlyAvailable": available, "restoreRate": 50.0}}
+        return json.dumps({"data": data, "extensions": {"cost": cost}})
+
+    report = replay(policy, tmp_path, [step("shopify_graphql", {"query": query}, page(available)) for available in (988, 976, 964, 952, 940)])
+    assert first(report) == (2, "stop")
+    # GitHub's GraphQL API says it as a rateLimit object beside the data.
+    def issues(remaining: int) -> str:
+        return json.dumps({"data": {"repository": {"issues": {"nodes": [{"number": 812, "title": "Crash on start"}]}}, "rateLimit": {"cost": 1, "remaining": remaining, "resetAt": "2024-06-01T12:00:00Z"}}})
+
+    github = [step("github_graphql", {"query": "{ repository(owner: \"acme\", name: \"app\") { issues(first: 1) { nodes { number title } } } }"}, issues(remaining)) for remaining in (4999, 4998, 4997, 4996, 4995)]
+    assert first(replay(policy, tmp_path, github)) == (2, "stop")
+
+
+def test_a_count_of_a_total_that_moves_outside_a_limits_field_is_progress(policy, tmp_path: Path) -> None:
+    # A job's rows done of its rows ("32/40") is how far it got, not a budget's use.
+    polls = [step("get_import_job", {"job": "imp_77"}, json.dumps({"status": "running", "processed": f"{done}/40"})) for done in (8, 16, 24, 32, 40)]
+    assert first(replay(policy, tmp_path, polls)) is None
+
+
+def test_wrapped_pages_stamped_with_the_call_limit_used_are_pages_already_read(policy, tmp_path: Path) -> None:
+    def page(ids: list[int], next_cursor: str, used: int) -> str:
+        orders = [{"id": order, "name": f"#{order - 5511000}"} for order in ids]
+        return json.dumps({"orders": orders, "headers": {"x-shopify-shop-api-call-limit": f"{used}/40"}, "page_info": {"next": next_cursor}})
+
+    second, third = "eyJsYXN0X2lkIjo1NTEyMDAyfQ", "eyJsYXN0X2lkIjo1NTEyMDA0fQ"
+    steps = [step("shopify_orders", {"limit": 2}, page([5512001, 5512002], second, 2))]
+    used = 3
+    for _ in range(4):  # the third page's cursor leads back to the second page
+        steps.append(step("shopify_orders", {"limit": 2, "page_info": second}, page([5512003, 5512004], third, used)))
+        steps.append(step("shopify_orders", {"limit": 2, "page_info": third}, page([5512005, 5512006], second, used + 1)))
+        used += 2
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (4, "stop")
+    assert signals_at(report, 4) == {"cycle/cycle_of_2", "near_duplicate/pagination", "no_progress/reread"}
