@@ -120,7 +120,7 @@ BLIND_EXCEPTIONS = {
     "b17s-poll-gpu-pod-never-schedules": "missed",
     # Round 18 (the issue's kinds and incident-report kinds, and their healthy look-alikes,
     # written against the round-17 code: 10 of 26 stuck and 24 of 26 healthy runs judged right
-    # when written, 15 of 26 and 26 of 26 now).
+    # when written, 15 of 26 and 26 of 26 after it; 14 of 26 and 26 of 26 now).
     # A permanent failure asked for again after something new came between (a listing that
     # shows the right name, another site fetched): stopped at its second identical
     # occurrence, as the issue asks (no later than the call after an identical failure's
@@ -146,6 +146,9 @@ BLIND_EXCEPTIONS = {
     # between two reads excuses the same answer, the merge's "0 inserted, 0 updated" is not
     # read, and each merge's batch file has a new name.
     "b18s-crm-sync-cursor-stuck-same-page": "missed",
+    # Each lap after a summary sends a reworded reply to the same thread again: it was caught
+    # only while the reads of other threads (hex ids) counted as rewordings of one read.
+    "b18s-email-condensed-resends-replies": "missed",
     # Each recovery lap after a summary rewords its searches and appends the row with a new
     # timestamp: only the browse is made again whole, and the growing line count reads as news.
     "b18s-research-condensed-duplicate-rows": "missed",
@@ -561,9 +564,7 @@ def test_review_cases(policy) -> None:
         "br19-h-posture-checklist-boolean-filters": "ok",
         "br19-h-ga4-distinct-questions-cosmetic-by-rule": "ok",
         "br19-h-order-search-prefixed-hex-ids": "ok",
-        # Five order UUIDs checked for refunds: a UUID is read as volatile, so the five calls
-        # read as one (older than this session).
-        "br19-h-order-uuid-refund-fanout": "false_alarm",
+        "br19-h-order-uuid-refund-fanout": "ok",
         # The property id written two ways ("properties/312448071", "312448071") reads as
         # another target, and the same report sent through runReport and batchRunReports
         # counts per tool: the resubmissions never reach four in a row.

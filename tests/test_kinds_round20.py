@@ -63,3 +63,32 @@ def test_wrapped_pages_stamped_with_the_call_limit_used_are_pages_already_read(p
     report = replay(policy, tmp_path, steps)
     assert first(report) == (4, "stop")
     assert signals_at(report, 4) == {"cycle/cycle_of_2", "near_duplicate/pagination", "no_progress/reread"}
+
+
+ORDER_UUIDS = [
+    "5b0d2c8e-7a41-4f0e-9c3d-1e6f2a9b8c01",
+    "a3e1f7d2-0c5b-4b8e-8f21-6d7c9e0a4b12",
+    "0f9c8b7a-6e5d-4c3b-a2f1-e0d9c8b7a623",
+    "7c2e4a91-b3d5-4f68-9a0c-2b4d6f8e1a34",
+    "e1d2c3b4-a5f6-4789-b0c1-d2e3f4a5b645",
+]
+NO_REFUNDS = '{"object": "list", "data": [], "has_more": false, "url": "/v1/refunds"}'
+
+
+def test_ids_the_run_was_given_are_items_however_generated_they_look(policy, tmp_path: Path) -> None:
+    # The user names five orders by their UUIDs: a refund check for each that finds none is a fan-out.
+    asked = [step(None, output=f"These orders were charged twice. Check each for refunds: {', '.join(ORDER_UUIDS)}", agent="user")]
+    checks = [step("payments_list_refunds", {"order_id": uuid}, NO_REFUNDS) for uuid in ORDER_UUIDS]
+    assert first(replay(policy, tmp_path, asked + checks)) is None
+    # So are ids an earlier answer listed (with an argument of text beside them).
+    listing = [step("list_disputed_orders", {"since": "2024-06-01"}, json.dumps({"orders": [{"id": uuid.upper()} for uuid in ORDER_UUIDS]}))]
+    notes = [step("search_notes", {"order_id": uuid.upper(), "text": "refund issued"}, "[]") for uuid in ORDER_UUIDS]
+    assert first(replay(policy, tmp_path, listing + notes)) is None
+
+
+def test_a_fresh_uuid_nobody_named_is_still_a_throwaway_value(policy, tmp_path: Path) -> None:
+    # The same search sent with a new session UUID each time finds nothing each time.
+    searches = [step("search_audit_log", {"query": "login failures for admin", "session": uuid}, "[]") for uuid in ORDER_UUIDS]
+    report = replay(policy, tmp_path, searches)
+    assert first(report) == (2, "replan")
+    assert signals_at(report, 2) == {"near_duplicate/reworded_call", "no_progress/empty_result"}

@@ -171,7 +171,7 @@ def test_identical_calls_in_flight_read_their_arguments_once(monkeypatch: pytest
 
     reads = []
     original = near_duplicate.shape_of
-    monkeypatch.setattr(near_duplicate, "shape_of", lambda record: reads.append(record.index) or original(record))
+    monkeypatch.setattr(near_duplicate, "shape_of", lambda record, given=None: reads.append(record.index) or original(record, given))
     session = default_session()
     calls = [ToolCall("search", {"query": "flights to lisbon in may", "page": 1}, id=f"c{index}") for index in range(8)]
     session.before_batch(calls)

@@ -42,7 +42,7 @@ from datetime import datetime, timezone
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 from urllib.parse import parse_qsl, quote_plus, urlsplit
 
 from ..decisions import Signal
@@ -372,7 +372,10 @@ def _fit(low: _KeyKind, partner: _KeyKind) -> int:
     return 0
 
 
-def shape_of(record: CallRecord) -> _Shape:
+def shape_of(record: CallRecord, given: Callable[[], list[str]] | None = None) -> _Shape:
+    """What a call's arguments say, for comparing it with calls alike. ``given`` returns the
+    texts the run was given (lowercased, see ``NearDuplicate._given_texts``): a value that
+    looks generated (a UUID, a hex id) but that they name is the item asked about."""
     arguments = record.signature.arguments
     if not isinstance(arguments, dict):
         return _Shape(record.signature.key, (record.tool, repr(arguments)[:200]), frozenset(), None)
@@ -389,7 +392,12 @@ def shape_of(record: CallRecord) -> _Shape:
             continue  # the range is compared on its own; throwaway values never
         if isinstance(value, str):
             if _is_volatile(value.strip()) and not (value[:1].isdigit() and _names_time_bound((str(key),))):
-                continue  # (a time that bounds a window is what is asked for, not a stamp)
+                # (A time that bounds a window is what is asked for, not a stamp; so is an id
+                # the user or an answer named: five orders' UUIDs checked in turn are a fan-out.)
+                if given is None or not _named_in(value.strip().lower(), given()):
+                    continue
+                exact.append((key, value))
+                continue
             if span is None and len(value) <= _COMMAND_LIMIT:
                 found_range = _command_line_range(value) if "sed" in value or "NR" in value else None
                 if found_range is None and "?" in value:
@@ -1612,7 +1620,7 @@ class NearDuplicate:
         nothing for several items is healthy."""
         tool, arguments, key = record.signature.tool, record.signature.arguments, record.signature.key
         streak = self._empty_targets.get(tool)
-        if streak is None or streak[2] != self._changes or not _resubmitted(streak[0], arguments):
+        if streak is None or streak[2] != self._changes or not _resubmitted(streak[0], arguments) or _names_given_uuid(streak[0], arguments, self._given_texts):
             self._empty_targets.put(tool, [arguments, {key}, self._changes])
             return None
         streak[0] = arguments
@@ -1843,7 +1851,7 @@ class NearDuplicate:
         key = record.signature.key
         shape = self._shapes.get(key)
         if shape is None:
-            shape = shape_of(record)
+            shape = shape_of(record, self._given_texts)
             self._shapes.put(key, shape)
         return shape
 
@@ -2031,6 +2039,32 @@ def _names_item(stretch: tuple[str, ...], texts: tuple[str, ...]) -> bool:
         for index, word in enumerate(found):
             if word[:1].isupper() and word.lower() in words and (index or (len(found) > 1 and found[1][:1].isupper())):
                 return True
+    return False
+
+
+def _names_given_uuid(before: Any, after: Any, given: Callable[[], list[str]]) -> bool:
+    """Whether ``after`` holds a UUID that ``before`` does not and that the run was given
+    (``given`` returns the texts, lowercased): the next item of a list, not a fresh token."""
+    new = set(_UUID.findall(repr(after)[:_IDS_READ])) - set(_UUID.findall(repr(before)[:_IDS_READ]))
+    if not new:
+        return False
+    texts = given()
+    return any(_named_in(uuid.lower(), texts) for uuid in new)
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_IDS_READ = 4_000  # characters of a call's arguments read for UUIDs
+
+
+def _named_in(value: str, texts: list[str]) -> bool:
+    """Whether one of ``texts`` (lowercased) holds ``value`` (lowercased) whole."""
+    for text in texts:
+        at = text.find(value)
+        while at >= 0:
+            end = at + len(value)
+            if (at == 0 or not text[at - 1].isalnum()) and (end == len(text) or not text[end].isalnum()):
+                return True
+            at = text.find(value, at + 1)
     return False
 
 
