@@ -92,3 +92,23 @@ def test_a_fresh_uuid_nobody_named_is_still_a_throwaway_value(policy, tmp_path: 
     report = replay(policy, tmp_path, searches)
     assert first(report) == (2, "replan")
     assert signals_at(report, 2) == {"near_duplicate/reworded_call", "no_progress/empty_result"}
+
+
+def _snapshot(page: int, first_ref: int) -> str:
+    rows = "\n".join(f'    - row "T-2024-{page}{row:02d} tender {page}-{row}" [ref=e{first_ref + row}]' for row in range(12))
+    return f"- Page URL: https://eprocure.example.gov/tenders?page={page}\n- Page Snapshot:\n```yaml\n- table:\n{rows}\n- link \"Next »\" [ref=e{first_ref + 40}]\n```"
+
+
+def test_a_browser_page_served_again_with_its_element_refs_renumbered_is_a_page_already_read(policy, tmp_path: Path) -> None:
+    steps = [step("browser_navigate", {"url": "https://eprocure.example.gov/tenders?page=1"}, _snapshot(1, 100))]
+    ref = 100
+    for page in (2, 3, 1) * 3:  # Next on the last page leads back to the first
+        following = ref + 40
+        ref += 50
+        steps.append(step("browser_click", {"element": "Next » pagination link", "ref": f"e{following}"}, _snapshot(page, ref)))
+    report = replay(policy, tmp_path, steps)
+    # A click follows a ref of the page the previous click showed: the click at step 5 follows
+    # one from page 2 again (first shown at step 1), and the next one, from page 3 again,
+    # makes two pages in a row that brought nothing new.
+    assert first(report) == (6, "replan")
+    assert signals_at(report, 6) == {"near_duplicate/pagination", "no_progress/reread"}

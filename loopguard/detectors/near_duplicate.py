@@ -2394,6 +2394,8 @@ def _page_body(text: str, cursors: tuple[str, ...]) -> str:
         text = _NUMBER_FIELD.sub(_without_time_taken, text)
     if "imit-" in text or "imit_" in text:
         text = _RATE_LIMIT_FIELD.sub("", text)  # (the rate limit left when the page was served)
+    if "[ref=" in text:
+        text = _ELEMENT_REF.sub("[ref]", text)  # a browser snapshot's element refs, renumbered on each load
     return _without_throttle_status(text)
 
 
