@@ -464,6 +464,36 @@ def reports_failure(text: str) -> bool:
     return _FAILURE_WORDS.search(text[:400].lower()) is not None
 
 
+def reports_no_change(text: str) -> bool:
+    """True when a write's reply (its first 400 characters) says it changed nothing: a no-op
+    phrase ("nothing to commit", "already up to date", "No changes.", kubectl's
+    "deployment.apps/api unchanged", "Copy executed with 0 files processed"), or counts of
+    changes that are all 0 ("0 inserted, 0 updated", "UPDATE 0", "0 rows affected",
+    "changed=0"). A reply that counts one change or more changed something."""
+    head = text[:400].lower()
+    if "0" not in head and "nothing" not in head and "no change" not in head and "unchanged" not in head and "up to date" not in head and "up-to-date" not in head:
+        return False  # (the cheap test: every no-op reply says 0 or one of these words)
+    if _NO_OP_PHRASE.search(head) is not None:
+        return True
+    counts = [count or other for count, other in _CHANGE_COUNT.findall(head)]
+    return bool(counts) and all(count.strip("0,") == "" for count in counts)
+
+
+#: What a write that changed nothing says (lowercased).
+_NO_OP_PHRASE = re.compile(
+    r"\b(?:nothing to (?:commit|update|change|do|apply|migrate|deploy)|already up[ -]to[ -]date|no changes?\b(?: (?:were )?(?:made|detected|applied|needed|to apply))?"
+    r"|no rows? (?:were )?(?:affected|updated|inserted|deleted|changed)|0 files processed)|^[\w.-]+/[\w.:-]+ unchanged$",
+    re.MULTILINE,
+)
+#: A count of changes: "0 inserted", "3 rows updated", "rows affected: 0", "changed=0",
+#: "UPDATE 0" (the count before or after its verb).
+_CHANGE_COUNT = re.compile(
+    r"(?<![=:] )(?<![=:])\b(\d[\d,]*) (?:(?:rows?|records?|files?|documents?|items?|objects?|entries|lines|keys|resources?)(?: were)? )?"
+    r"(?:inserted|updated|deleted|changed|modified|affected|processed|loaded|copied|written|merged|upserted|created|added|removed|destroyed)\b"
+    r"""|\b(?:inserted|updated|deleted|changed|modified|affected|merged|upserted|created|added|removed|destroyed|update|delete|insert \d+)["']?[:=]? ?(\d[\d,]*)\b"""
+)
+
+
 def is_final(text: str) -> bool:
     """True when a short output (≤ 400 characters) reports a failed state ("FAILED",
     "cancelled", "CrashLoopBackOff"): waiting cannot change it, so a poll that keeps getting it

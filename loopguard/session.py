@@ -31,7 +31,7 @@ from .detectors.handoff import Handoff
 from .detectors.near_duplicate import NearDuplicate
 from .detectors.no_progress import NoProgress
 from .detectors.repeat import Repeat
-from .observations import NO_MATCH, REFUSED, Observation, exit_status_only, message_body, observe, reports_failure
+from .observations import NO_MATCH, REFUSED, Observation, exit_status_only, message_body, observe, reports_failure, reports_no_change
 from .policy.compile import CompiledPolicy, CompiledRule, ToolProfile
 from .rules import evaluate_rules
 from .signature import signature_of
@@ -370,7 +370,8 @@ class Session:
             changes = stats.changes_state
             if changes is None:
                 changes = stats.changes_state = record.tool_kind == "write" or changes_state(record.signature.tool, record.signature.arguments)
-            changed = changes and not observation.error and not reports_failure(observation.text)
+            # (Nor does one whose reply says it changed nothing: "0 rows affected", "unchanged".)
+            changed = changes and not observation.error and not reports_failure(observation.text) and not reports_no_change(observation.text)
             if changed:
                 memory.note_change(record)
             signal = self._near_duplicate.result(record, changed)  # (first: it tells a page already read, for no_progress)

@@ -112,3 +112,71 @@ def test_a_browser_page_served_again_with_its_element_refs_renumbered_is_a_page_
     # makes two pages in a row that brought nothing new.
     assert first(report) == (6, "replan")
     assert signals_at(report, 6) == {"near_duplicate/pagination", "no_progress/reread"}
+
+
+def test_a_write_that_says_it_changed_nothing_is_told_by_its_reply() -> None:
+    from loopguard.observations import reports_no_change
+
+    no_ops = [
+        "Copy executed with 0 files processed.",
+        "0 inserted, 0 updated",
+        "UPDATE 0",
+        "INSERT 0 0",
+        "Query OK, 0 rows affected (0.01 sec)",
+        "deployment.apps/api unchanged",
+        "On branch main\nnothing to commit, working tree clean",
+        "Already up to date.",
+        "No changes. Your infrastructure matches the configuration.",
+        "ok=3 changed=0 unreachable=0 failed=0",
+        '{"created": 0, "errors": []}',
+    ]
+    changes = [
+        "files: 1000 LOADED, 0 LOAD_FAILED",
+        "0 inserted, 5 updated",
+        "UPDATE 3",
+        "INSERT 0 1",
+        "Query OK, 1 row affected (0.01 sec)",
+        "deployment.apps/api configured",
+        "ok=3 changed=2 unreachable=0 failed=0",
+        '{"created": 20, "ids": "LEAD-10441..LEAD-10460", "errors": []}',
+        "Edited src/app.py: 1 replacement",
+        "Plan: 0 to add, 1 to change, 0 to destroy.",
+    ]
+    assert [text for text in no_ops if not reports_no_change(text)] == []
+    assert [text for text in changes if reports_no_change(text)] == []
+
+
+def _copy(first_key: str, reply: str) -> dict[str, object]:
+    sql = f"COPY INTO raw.events FROM @raw.stage FILES = (SELECT key FROM TABLE(listing_page('{first_key}')))"
+    return step("snowflake_execute", {"sql": sql}, reply)
+
+
+def test_a_listing_started_over_whose_loads_each_change_nothing_is_no_progress(policy, tmp_path: Path) -> None:
+    def listing(token: str | None, first_key: str, next_token: str) -> dict[str, object]:
+        command = "aws s3api list-objects-v2 --bucket raw --prefix logs/2024/06/" + (f" --continuation-token {token}" if token else "")
+        return step("shell", {"command": command}, json.dumps({"KeyCount": 1000, "IsTruncated": True, "NextContinuationToken": next_token, "First": first_key}))
+
+    pages = [(None, "logs/2024/06/01/part-0", "x80ZZyH245EpZe"), ("x80ZZyH245EpZe", "logs/2024/06/03/part-3", "Z3ensYmlr6fsHY")]
+    steps = []
+    for lap in range(3):  # the agent lists from the start again after each pair of pages
+        for token, first_key, next_token in pages:
+            steps.append(listing(token, first_key, next_token))
+            query = f"query_id: 01b5{len(steps):04x}-0206-{lap}{len(steps):03d}-0000-7960e660ba62\nstatus: SUCCESS  elapsed: {2.1 + len(steps) / 10:.1f}s\n"
+            steps.append(_copy(first_key, query + ("files: 1000 LOADED, 0 LOAD_FAILED\nrows_loaded: 2,104,733" if lap == 0 else "Copy executed with 0 files processed.")))
+    report = replay(policy, tmp_path, steps)
+    # The loads of the second lap load nothing, so nothing was written since the first lap:
+    # its listings are re-reads, and the third lap starts a replayed round (before: step 10).
+    assert first(report) == (8, "stop")
+    assert signals_at(report, 8) == {"repeat/interleaved_repeat", "cycle/replayed_sequence", "no_progress/same_output"}
+
+
+def test_an_apply_that_changes_nothing_once_is_no_stall(policy, tmp_path: Path) -> None:
+    apply = {"command": "kubectl apply -f k8s/api.yaml"}
+    steps = [
+        step("bash", apply, "deployment.apps/api unchanged\nservice/api unchanged"),
+        step("bash", {"command": "kubectl set image deploy/api api=registry.example/api:4.12.1"}, "deployment.apps/api image updated"),
+        step("bash", {"command": "kubectl rollout status deploy/api --timeout=120s"}, 'deployment "api" successfully rolled out'),
+        step("bash", apply, "deployment.apps/api configured\nservice/api unchanged"),
+        step("bash", {"command": "kubectl get pods -l app=api"}, "api-7f9c5d-2kq8x   1/1   Running   0   40s"),
+    ]
+    assert first(replay(policy, tmp_path, steps)) is None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..decisions import Signal
 from ..policy.schema import FailureDetector, NoProgressDetector
-from ..observations import NO_MATCH, REFUSED, Observation, is_acknowledgement, is_empty_data, is_final, is_pending, reports_failure
+from ..observations import NO_MATCH, REFUSED, Observation, is_acknowledgement, is_empty_data, is_final, is_pending, reports_failure, reports_no_change
 from .base import RECENT_RESULTS, BoundedMap, CallRecord, RunMemory, describe, polls
 from .failure import FORGIVEN_AFTER_NEW_CHANGES
 from ..tool_names import acts_by_name, echoes, operation_of, runs_command, writes_by_name
@@ -335,6 +335,8 @@ class NoProgress:
                 # for a change: a read with a fresh request id (a queue's next task) hands out new ids.
                 repeated_output = _FROM_SAME_CALL
             self._group_replies.put(same_call, observation)
+        if repeated_output == _NEW and stats.results and stats.acts and not observation.error and reports_no_change(observation.text):
+            repeated_output = _FROM_SAME_CALL  # the same change made again, and it says it changed nothing
         if record.handoff_target is not None:
             # A handoff's receipt is no answer: it counts only when the same handoff comes again
             # with no other call between (control that never arrives), not across real work.
@@ -484,8 +486,8 @@ class NoProgress:
         acts = stats.acts
         if acts is None:  # (once per signature)
             acts = stats.acts = bool(stats.changes_state) or record.tool_kind == "write" or acts_by_name(tool)
-        if acts:
-            memory.writes += 1
+        if acts and (observation.error or not reports_no_change(observation.text)):
+            memory.writes += 1  # (a write that says it changed nothing, "0 rows affected", is none)
         stats.writes_at_result = memory.writes
         stats.last_failure = observation.failure_class
         stats.results += 1
