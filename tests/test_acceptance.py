@@ -142,9 +142,9 @@ BLIND_EXCEPTIONS = {
     # A snapshot at page=6, 7, 8 showing page 5's rows: the position it claims and a session
     # countdown change each time, so the page reads as new (and so does the click's reply).
     "b18s-browser-next-clamps-last-page": "missed",
-    # The same export answers the same page after each merge into the warehouse: a write
-    # between two reads excuses the same answer, the merge's "0 inserted, 0 updated" is not
-    # read, and each merge's batch file has a new name.
+    # The same export answers the same page after each merge into the warehouse: each merge
+    # names a new batch file, so its "0 inserted, 0 updated, 200 unchanged" is another call's
+    # first reply (news between the exports), not the same change made again.
     "b18s-crm-sync-cursor-stuck-same-page": "missed",
     # Each lap after a summary sends a reworded reply to the same thread again: it was caught
     # only while the reads of other threads (hex ids) counted as rewordings of one read.
