@@ -287,18 +287,44 @@ def _says_empty(stripped: str, ascii_text: bool) -> bool:
 #: How SQL clients end a query's printout that has no row: psql, SQL Server's sqlcmd, Oracle's
 #: SQL*Plus (MySQL's "Empty set (0.00 sec)" starts as an empty phrase does). Only a printout
 #: with one row count: several statements may have printed rows before.
-_ZERO_ROWS = ("(0 rows)", "(0 rows affected)", "no rows selected")
 # A SQL client's timing line: psql's "Time: 12.1 ms", sqlcmd's "Completion time: ...".
 _TIMING_LINE = re.compile(r"(?:completion )?time: [^\n]*$")
 
 
-def _zero_rows(stripped: str) -> bool:
+def _no_rows(stripped: str) -> bool:
     """Whether a lowercased, stripped printout's only row count is zero rows (psql, sqlcmd,
-    sqlplus), a timing line after it aside."""
+    sqlplus), or one row whose values are all null (an aggregate over no rows: ``SUM(...)``
+    answers ``NULL``; a count of 0 is an answer), a timing line after it aside."""
     last = stripped.rfind("\n")
     if last >= 0 and _TIMING_LINE.match(stripped, last + 1) is not None:
         stripped = stripped[:last].rstrip()
-    return stripped.endswith(_ZERO_ROWS) and stripped.count(" row") == 1
+    if stripped.count(" row") != 1:
+        return False
+    if stripped.endswith(_ZERO_ROWS):
+        return True
+    for count in _ONE_ROW:
+        if stripped.endswith(count):
+            return _nulls_row(stripped[: -len(count)])
+    return False
+
+
+def _nulls_row(table: str) -> bool:
+    """Whether a printed table's last row (separator lines aside) holds only nulls or blank
+    cells, under a header line: psql prints a null as nothing, others as ``NULL``."""
+    if table.endswith("\n"):
+        table = table[:-1]  # (the line break before the row count; a blank row stays)
+    lines = [line for line in table.split("\n")[-6:] if not _SEPARATOR_LINE.fullmatch(line)]
+    if len(lines) < 2 or not any(character.isalpha() for character in lines[-2]):
+        return False
+    return _NULL_CELLS.issuperset(_CELL_SPLIT.split(lines[-1].strip()))
+
+
+_ZERO_ROWS = ("(0 rows)", "(0 rows affected)", "no rows selected")
+_ONE_ROW = ("(1 row)", "(1 row affected)")
+_ROW_COUNTS = _ZERO_ROWS + _ONE_ROW
+_SEPARATOR_LINE = re.compile(r"[ |:]*[-=+][-+|=: ]*")  # a table's rule ("---------", "+-----+")
+_CELL_SPLIT = re.compile(r"\s*\|\s*|\s+")
+_NULL_CELLS = frozenset({"", "null", "none", "<null>"})
 
 
 #: Empty data as programs print it: JSON's empty containers, redis-cli's nil and empty list.
@@ -934,7 +960,7 @@ class Observation:
             if (stripped[-1:] == "]" and stripped.endswith(_SHELL_SUCCESS)) or stripped[:5] == "http/":
                 body = _content(body)  # without a shell's "[exit code 0]" or an HTTP response's headers
                 stripped = body.lower()
-            self.empty = _says_empty(stripped, ascii_text) or ((stripped.endswith(_ZERO_ROWS) or "time: " in stripped[-80:]) and _zero_rows(stripped))
+            self.empty = _says_empty(stripped, ascii_text) or ((stripped.endswith(_ROW_COUNTS) or "time: " in stripped[-80:]) and _no_rows(stripped))
             if not self.empty and self._tail is None and stripped[:1] == "{" and ("[]" in stripped or ('": 0' in stripped and _ZERO_FOUND.search(stripped))):
                 self.empty = is_empty_envelope(body, request)  # (a cut text is no whole object: not parsed)
         self._fingerprint: int | None = None

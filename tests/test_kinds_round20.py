@@ -180,3 +180,33 @@ def test_an_apply_that_changes_nothing_once_is_no_stall(policy, tmp_path: Path) 
         step("bash", {"command": "kubectl get pods -l app=api"}, "api-7f9c5d-2kq8x   1/1   Running   0   40s"),
     ]
     assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_one_row_of_nulls_is_an_empty_answer_and_a_zero_count_is_not() -> None:
+    from loopguard.observations import observe
+
+    empty = [
+        "query_id: 01b546de-0305-1797-0000-7119829c45ce | status: SUCCESS | elapsed: 998 ms\nREVENUE\nNULL\n(1 row)",
+        " revenue \n---------\n         \n(1 row)",  # psql prints a null as nothing
+        " a | b \n---+---\n   |   \n(1 row)\n\nTime: 3.1 ms",
+    ]
+    answers = ["N\n0\n(1 row)", " count \n-------\n     0\n(1 row)", " a | b \n---+---\n 1 |   \n(1 row)", " name \n------\n acme \n(1 row)"]
+    assert [text for text in empty if not observe(text).empty] == []
+    assert [text for text in answers if observe(text).empty] == []
+
+
+def test_one_filter_resubmitted_with_cosmetic_sql_changes_that_finds_nothing_is_a_replan(policy, tmp_path: Path) -> None:
+    window = "order_date BETWEEN '2024-04-01' AND '2024-06-30'"
+    queries = [
+        f"SELECT SUM(amount_usd) AS revenue FROM fct_orders WHERE region = 'EMEA' AND {window}",
+        f"SELECT SUM(o.amount_usd) AS revenue_usd FROM fct_orders o WHERE o.region = 'EMEA' AND o.{window}",
+        f"SELECT SUM(amount_usd) AS revenue FROM analytics.public.fct_orders WHERE region = 'EMEA' AND {window}",
+        f"SELECT SUM(amount_usd) AS revenue FROM fct_orders WHERE TRIM(region) = 'EMEA' AND {window}",
+    ]
+    steps = [
+        step("run_query", {"warehouse": "ANALYTICS_XS", "sql": sql}, f"query_id: 01b5{index:04x}-0305-1797-0000-7119829c45ce | status: SUCCESS | elapsed: {400 + 97 * index} ms\nREVENUE\nNULL\n(1 row)")
+        for index, sql in enumerate(queries)
+    ]
+    report = replay(policy, tmp_path, steps)
+    assert first(report) == (2, "replan")
+    assert signals_at(report, 2) == {"near_duplicate/reworded_call", "no_progress/empty_result"}
