@@ -50,6 +50,8 @@ _SUBTOKEN = re.compile(r"\b(?=[a-z_]*\d)(?=\d*[a-z])[a-z0-9_]{4,}\b|\b\d{6,}\b")
 _UUID_ASCII, _TIMESTAMP_ASCII = _ascii_twin(_UUID), _ascii_twin(_TIMESTAMP)
 _COUNTER_WORDS = frozenset({"attempt", "try", "retry", "iteration", "request", "req", "seq", "sequence", "run", "trace", "pid"})
 _PUNCTUATION = "\"',;:()[]{}.!?<>="
+#: The token before a notebook's bracketed execution count: "In [5]:", or none ("[5]" first).
+_EXECUTION_COUNT_BEFORE = frozenset({"", "in"})
 # A time taken, in one token ("0.21s", "38ms", "1.5sec"), or a number after a word saying so.
 _DURATION = re.compile(r"\d+(?:\.\d+)?(?:ns|us|µs|ms|s|sec|secs|m|min|mins|h)")
 _DURATION_WORDS = frozenset({"took", "elapsed", "duration", "latency", "time", "runtime"})
@@ -86,8 +88,8 @@ def _volatile_token(token: str, previous: str) -> str:
     if core[0] == "#" and core[1:].isdigit():
         return token.replace(core, "<counter>")
     if core.isdigit():
-        if previous.strip(_PUNCTUATION) in _COUNTER_WORDS:
-            return token.replace(core, "<counter>")
+        if previous.strip(_PUNCTUATION) in _COUNTER_WORDS or (token[:1] == "[" and previous in _EXECUTION_COUNT_BEFORE):
+            return token.replace(core, "<counter>")  # ("[5] executed", "In [5]:": a notebook's execution count)
         if names_duration(previous.strip(_PUNCTUATION)):
             return token.replace(core, "<duration>")  # "took 38", "elapsed_ms": 38
         return token.replace(core, "<n>") if len(core) >= 6 else token
@@ -95,6 +97,8 @@ def _volatile_token(token: str, previous: str) -> str:
         return token.replace(core, "<duration>")  # "total_time_taken": 0.31
     if _DURATION.fullmatch(core) is not None:
         return token.replace(core, "<duration>")  # "in 0.21s", "38ms": timing jitter, not news
+    if core[:4] == "out[" and core[4:].isdigit():
+        return token.replace(core, "out[<counter>")  # a notebook cell's "Out[5]:"
     if core[:4] == "ref=":
         return token.replace(core, "ref=<ref>")  # a browser snapshot's element ref ([ref=e12]): renumbered on each load
     letters_and_digits = core.replace("-", "").replace("_", "")

@@ -210,3 +210,33 @@ def test_one_filter_resubmitted_with_cosmetic_sql_changes_that_finds_nothing_is_
     report = replay(policy, tmp_path, steps)
     assert first(report) == (2, "replan")
     assert signals_at(report, 2) == {"near_duplicate/reworded_call", "no_progress/empty_result"}
+
+
+def test_notebook_cells_replayed_after_each_summary_are_stuck_whatever_their_execution_counts(policy, tmp_path: Path) -> None:
+    cells = [
+        ("import pandas as pd\ndf = pd.read_csv('data/trips_2023.csv')\ndf.shape", "(8412230, 19)", 44.0),
+        ("df.isna().mean().sort_values(ascending=False).head(3)", "congestion_fee 0.0412\nairport_fee 0.0409", 1.8),
+        ("df = df[(df.fare_amount > 0) & (df.trip_distance.between(0.1, 100))]\ndf.shape", "(8190544, 19)", 0.4),
+    ]
+    summary = "[Earlier conversation condensed. Summary: the user wants trips_2023.csv cleaned and a fare model fitted; cleaning is in progress.]"
+    steps, count = [], 0
+    for lap in range(3):
+        if lap:
+            steps.append(step(None, output=summary, agent="system"))
+        for code, out, seconds in cells:
+            count += 1
+            steps.append(step("execute_cell", {"notebook": "fare_model.ipynb", "code": code}, f"[{count}] executed in {seconds + lap / 10:.1f}s\nOut[{count}]: {out}"))
+    report = replay(policy, tmp_path, steps)
+    # The second summary closes the second lap of the same four steps, the cells' answers
+    # alike but for their execution counts (before: no intervention at all).
+    assert first(report) == (7, "stop")
+    assert signals_at(report, 7) == {"cycle/cycle_of_4", "no_progress/reworded_message"}
+
+
+def test_execution_counts_are_normalised_only_where_a_notebook_prints_them() -> None:
+    from loopguard.observations import observe
+
+    assert observe("[1] executed in 44.0s\nOut[1]: (8412230, 19)").same_as(observe("[5] executed in 46.8s\nOut[5]: (8412230, 19)")) is True
+    assert observe("In [3]: x\nOut[3]: 4").same_as(observe("In [7]: x\nOut[7]: 4")) is True
+    assert observe("Out[3]: 4").same_as(observe("Out[3]: 5")) is False
+    assert observe("queue depths [5] and [6]").same_as(observe("queue depths [7] and [8]")) is False
