@@ -240,3 +240,41 @@ def test_execution_counts_are_normalised_only_where_a_notebook_prints_them() -> 
     assert observe("In [3]: x\nOut[3]: 4").same_as(observe("In [7]: x\nOut[7]: 4")) is True
     assert observe("Out[3]: 4").same_as(observe("Out[3]: 5")) is False
     assert observe("queue depths [5] and [6]").same_as(observe("queue depths [7] and [8]")) is False
+
+
+NEXT_TOOL = "Continue working on the request. If it is complete, call `finish`; otherwise call the next tool."
+
+
+def test_an_agent_that_says_it_is_now_doing_the_work_under_each_nudge_and_never_calls_a_tool_is_a_replan(policy, tmp_path: Path) -> None:
+    steps = [
+        step(None, output="Create an Okta account for the new hire E-20931 and add him to data-eng.", agent="user"),
+        step("hris_get_employee", {"employee_id": "E-20931"}, '{"id": "E-20931", "first_name": "Tomás", "last_name": "Ferreira", "work_email": "tomas.ferreira@northwind.io"}'),
+        step("okta_list_groups", {"q": "data-eng"}, '[{"id": "00g1x9qk7dTRmW2Lp5d7", "profile": {"name": "data-eng"}}]'),
+    ]
+    replies = [
+        "I have everything I need. I'll now create his Okta account and then add him to data-eng.",
+        "Creating the Okta account for tomas.ferreira@northwind.io now, set to activate on his start date.",
+        "Next step: I'll call okta_create_user for Tomás Ferreira, then add the group membership.",
+        "Proceeding to create the account now. As soon as it exists I'll assign data-eng.",
+        "I'm now creating Tomás's Okta user with login tomas.ferreira@northwind.io.",
+    ]
+    for reply in replies:
+        steps += [step(None, output=reply, agent="it_ops_agent"), step(None, output=NEXT_TOOL, agent="user")]
+    report = replay(policy, tmp_path, steps[:-1])
+    # The fifth announcement, the fourth under the same nudge: it is doing the work "now".
+    assert first(report) == (11, "replan")
+    assert signals_at(report, 11) == {"near_duplicate/reworded_message", "no_progress/reworded_message"}
+
+
+def test_a_tutor_that_creates_a_new_exercise_after_each_next_is_no_monologue(policy, tmp_path: Path) -> None:
+    steps = [step(None, output="Teach me adding fractions, one exercise at a time.", agent="user"), step("lookup_curriculum", {"topic": "fractions"}, "unit 4: adding fractions with unlike denominators")]
+    exercises = [
+        "a pizza is cut into 8 slices; you eat 3/8 and your friend eats 1/4. How much of the pizza is gone?",
+        "a recipe needs 2/3 cup of milk and 1/6 cup of cream. How much liquid is that altogether?",
+        "Mia runs 5/6 of a mile before school and 1/4 of a mile after. How far does she run that day?",
+        "a tank is 1/2 full and a hose adds 2/5 of its volume. What fraction of the tank is filled now?",
+        "in a class, 3/5 of pupils walk to school and 1/3 cycle. What fraction walks or cycles?",
+    ]
+    for exercise in exercises:
+        steps += [step(None, output=f"Let me create the next exercise for you: {exercise}", agent="tutor"), step(None, output="next", agent="user")]
+    assert first(replay(policy, tmp_path, steps[:-1])) is None

@@ -1177,7 +1177,7 @@ _ACTIONS_UNDER_WAY = r"placing|executing|calling|submitting|sending|booking|laun
 _ANNOUNCES = re.compile(
     r"\b(?:i['’]ll|i will|i am going to|i['’]m going to|let me|next,? i|now i|proceeding|i['’]m starting|"
     r"starting with|beginning with|kicking off|i['’]ll now|will now|i['’]m about to|now (?:" + _ACTIONS_UNDER_WAY + r")"
-    r"|(?:i['’]m|i am) (?:now )?(?:running|" + _ACTIONS_UNDER_WAY + r"))\b"
+    r"|(?:i['’]m|i am) (?:now )?(?:running|" + _ACTIONS_UNDER_WAY + r")|(?:i['’]m|i am) now \w+ing)\b"
     r"|^\W*(?:starting|running|" + _ACTIONS_UNDER_WAY + r")\b"
     # Any verb under way said to be under way now: "Checking the logs now.", "Now checking the logs."
     r"|^\W*\w+ing\b[^.!?\n]{0,80}\bnow\b|^\W*now,? \w+ing\b"
@@ -1187,8 +1187,8 @@ _ANNOUNCES = re.compile(
 #: words ("I'll run", "let me fetch", "I'm executing") or opening a sentence ("Running the
 #: merge now."), not the same word inside content ("running costs").
 _TOOL_WORK = re.compile(
-    r"(?:\b(?:i['’]ll|i will|let me|i['’]m|i am|going to|about to)\s+(?:now\s+|go ahead and\s+)?|(?:^|[.!?:]\s+)\W*(?:now,?\s+)?)"
-    r"(?:run|running|execut(?:e|ing)|call(?:ing)?|invok(?:e|ing)|fetch(?:ing)?|load(?:ing)?|quer(?:y|ying)|"
+    r"(?:\b(?:i['’]ll|i will|let me|i['’]m|i am|going to|about to|proceeding to)\s+(?:now\s+|go ahead and\s+)?|(?:^|[.!?:]\s+)\W*(?:now,?\s+)?)"
+    r"(?:run|running|execut(?:e|ing)|call(?:ing)?|invok(?:e|ing)|fetch(?:ing)?|load(?:ing)?|quer(?:y|ying)|provision(?:ing)?|"
     r"download(?:ing)?|upload(?:ing)?|deploy(?:ing)?|install(?:ing)?|merg(?:e|ing)|submit(?:ting)?|retry(?:ing)?)\b"
 )
 #: A plan offered for permission instead of carried out (in a lowercased message).
@@ -1457,9 +1457,11 @@ class NearDuplicate:
             # ("Running the FX merge now", "I'm executing the merge cell") instead of calling one
             # does not act, whatever it names; other announcements (a tutor's or a writer's next
             # part: "Let me give you a proportion one now") restate only what was said.
+            # (A message that puts a question to the user, a tutor's next exercise, asks for an
+            # answer the nudge brings: no plan restated.)
             rewords = bool(plan) and (
                 (speaker[1] > 0 and _TOOL_WORK.search(text, 0, _ANNOUNCEMENT_READ) is not None)
-                or len(plan - said_before) <= NUDGED_NEW_WORDS * len(plan)
+                or ("?" not in text and len(plan - said_before) <= NUDGED_NEW_WORDS * len(plan))
             )
         if not rewords and self._user_copies >= 2 and speaker[1] == self._actions_at_user_message and said.words and _ASKS_PERMISSION.search(text, 0, _ANNOUNCEMENT_READ):
             # Permission asked again under the same nudge ("Shall I proceed with ...?", "Do you
