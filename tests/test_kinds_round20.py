@@ -278,3 +278,22 @@ def test_a_tutor_that_creates_a_new_exercise_after_each_next_is_no_monologue(pol
     for exercise in exercises:
         steps += [step(None, output=f"Let me create the next exercise for you: {exercise}", agent="tutor"), step(None, output="next", agent="user")]
     assert first(replay(policy, tmp_path, steps[:-1])) is None
+
+
+def test_the_same_delegation_made_again_with_the_same_reply_writes_nothing_new(policy, tmp_path: Path) -> None:
+    # After each memory compaction the supervisor delegates the same two tasks again (each
+    # reply the same but for the task's id) and the agents read the same records: the
+    # delegations are no change that makes the records worth reading again.
+    policy_record = '{"policy_id": "HO-5521937", "form": "HO-3", "status": "in_force", "deductible": 1000}'
+    inspection = '{"claim_id": "CLM-2024-118734", "cause": "failed compression fitting", "damage": "flooring, cabinets"}'
+    steps, task = [], 4355
+    for lap in range(3):
+        steps.append(step("delegate_task", {"agent": "policy_agent", "task": "Check policy HO-5521937 covers a burst pipe"}, f"task T-{task + lap * 7} assigned to policy_agent"))
+        steps.append(step("policy_lookup", {"policy_id": "HO-5521937"}, policy_record))
+        steps.append(step("delegate_task", {"agent": "adjuster_agent", "task": "Summarise the inspection of CLM-2024-118734"}, f"task T-{task + lap * 7 + 3} assigned to adjuster_agent"))
+        steps.append(step("claims_get_inspection", {"claim_id": "CLM-2024-118734"}, inspection))
+        steps.append(step("compact_memory", {"strategy": "summarize", "keep_last": 1}, "Memory compacted. Summary: handling claim CLM-2024-118734; coverage and inspection pending."))
+    report = replay(policy, tmp_path, steps)
+    # The second lap replayed whole (before: step 11, when the records' third reads came).
+    assert first(report) == (9, "stop")
+    assert signals_at(report, 9) == {"no_progress/same_output", "cycle/replayed_sequence"}

@@ -486,8 +486,10 @@ class NoProgress:
         acts = stats.acts
         if acts is None:  # (once per signature)
             acts = stats.acts = bool(stats.changes_state) or record.tool_kind == "write" or acts_by_name(tool)
-        if acts and (observation.error or not reports_no_change(observation.text)):
-            memory.writes += 1  # (a write that says it changed nothing, "0 rows affected", is none)
+        if acts and (observation.error or (not reports_no_change(observation.text) and repeated_output != _FROM_SAME_CALL)):
+            # (A write that says it changed nothing, "0 rows affected", is none; nor is the same
+            # change made again with the same reply: a restart retried changes nothing new.)
+            memory.writes += 1
         stats.writes_at_result = memory.writes
         stats.last_failure = observation.failure_class
         stats.results += 1
