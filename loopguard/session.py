@@ -287,6 +287,7 @@ class Session:
             if repeated:
                 self._near_duplicate.user_message_repeated(actions)
                 return
+            self._handoff.said(message)  # (figures the user gave are no agent's news)
             self._no_progress.reset_turn(self._memory)
             self._near_duplicate.news(message)
             self._cycle.news()
@@ -397,14 +398,21 @@ class Session:
         finally:
             lock.release()
 
-    def observe_handoff(self, agent: str, caller: str | None = None) -> Decision:
-        """Control passes from ``caller`` to ``agent`` (a multi-agent handoff)."""
+    def observe_handoff(self, agent: str, caller: str | None = None, message: Any = None) -> Decision:
+        """Control passes from ``caller`` to ``agent`` (a multi-agent handoff).
+
+        ``message`` is what ``agent`` said on receiving control, if anything: one that brings
+        figures not said before in the run (a negotiation's offers, "$1.82/unit, net 45") is
+        work, so control passed around it makes no empty cycle.
+        """
         with self._lock:
             policy = self._current_policy()
             self._steps += 1
             self.run.steps += 1
             self.turn.steps += 1
             signal = self._handoff.transfer(_text(agent), None if caller is None else _text(caller), self._steps - 1)
+            if message is not None and self._handoff.said(_text(message)):
+                self._handoff.work_done()  # (after the transfer: the message comes once control arrived)
             return self._decide(policy, "observe", self._steps - 1, None, None, [signal] if signal else [], ALLOW)
 
     def observe_agent_message(self, agent: str | None, text: Any) -> Decision:
@@ -429,6 +437,7 @@ class Session:
             self.turn.steps += 1
             record.observation = observe(body, False)
             progress_signal, stale = self._no_progress.result(record, self._memory, environment=False)
+            self._handoff.said(text)  # (its figures are said: an agent repeating them later brings none)
             if not stale and not record.repeats_known:
                 # A message that says something new (a draft, a critique) is an agent's work:
                 # control passed around it is no empty handoff cycle.

@@ -120,7 +120,7 @@ BLIND_EXCEPTIONS = {
     "b17s-poll-gpu-pod-never-schedules": "missed",
     # Round 18 (the issue's kinds and incident-report kinds, and their healthy look-alikes,
     # written against the round-17 code: 10 of 26 stuck and 24 of 26 healthy runs judged right
-    # when written, 15 of 26 and 26 of 26 after it; 14 of 26 and 26 of 26 now).
+    # when written, 15 of 26 and 26 of 26 now).
     # A permanent failure asked for again after something new came between (a listing that
     # shows the right name, another site fetched): stopped at its second identical
     # occurrence, as the issue asks (no later than the call after an identical failure's
@@ -133,9 +133,6 @@ BLIND_EXCEPTIONS = {
     # A second view inside ranges already read (70-130 after 1-80, 60-134 and 40-120): its
     # writer allowed one more.
     "b18s-coding-overlapping-rereads": "premature",
-    # The orchestrator's second nudge closes a second lap of control with no work done between
-    # (the agent's plan restated): stopped one step before its writer's window.
-    "b18s-travel-agent-plans-without-acting": "premature",
     # Short "continue"s are news the first time, and the user's own complaint between is a new
     # message: the announcements are read as a monologue from the second copy on (step 17).
     "b18s-notebook-assistant-announces-no-exec": "late",
@@ -160,10 +157,14 @@ BLIND_EXCEPTIONS = {
     "b18s-research-verify-loop-burn": "missed",
     # Round 19 (the issue's five held-back kinds, four runs each, and their healthy
     # look-alikes, written against this session's code: 5 of 20 stuck and 19 of 20 healthy
-    # runs judged right when written, 8 of 20 and 19 of 20 now).
+    # runs judged right when written, 8 of 20 and 19 of 20 after it, 7 of 20 and 19 of 20 now).
     # A notes file rewritten as the work goes on, with a build run again after each module:
     # the rewrites' contents are worded alike and acknowledged alike, read as a rewording.
     "b19h-ios-swift6-compaction-resume": "false_alarm",
+    # The agent's fabricated "reduced from 50 to 10" brings a figure not said before, which
+    # counts as work between handoffs (round 20: a negotiation's offers must); the commander's
+    # challenges and a harness's reminder then never close the same cycle twice.
+    "b19s-oncall-unbacked-claims": "missed",
     # A 404 asked for again after other calls brought news: stopped at its second identical
     # occurrence, as the issue asks (see round 18's); its writer waited for the third.
     "b19s-iot-ota-missing-execution": "premature",

@@ -297,3 +297,30 @@ def test_the_same_delegation_made_again_with_the_same_reply_writes_nothing_new(p
     # The second lap replayed whole (before: step 11, when the records' third reads came).
     assert first(report) == (9, "stop")
     assert signals_at(report, 9) == {"no_progress/same_output", "cycle/replayed_sequence"}
+
+
+def _exchange(messages: list[tuple[str, str, str]]) -> list[dict[str, object]]:
+    return [{"agent": agent, "caller": caller, "output": text} for agent, caller, text in messages]
+
+
+def test_agents_trading_new_offers_negotiate_and_agents_repeating_a_request_hand_it_back(policy, tmp_path: Path) -> None:
+    opening = [step(None, output="Negotiate 60,000 mailer boxes with Corrugo. Target $1.70/unit, walk-away $1.85.", agent="user")]
+    offers = _exchange([
+        ("supplier", "buyer", "We can offer $1.94/unit, net 30, first delivery in 5 weeks, plus $450 for plates."),
+        ("buyer", "supplier", "Your price to us last year was $1.78. We propose $1.62/unit, net 60, plates waived."),
+        ("supplier", "buyer", "We can move to $1.82/unit with net 45 and halve the plates to $225."),
+        ("buyer", "supplier", "Closer. With a 12-month commitment, could you do $1.68 fixed, net 45?"),
+        ("supplier", "buyer", "With a firm commitment we can do $1.74 fixed, net 45, plates waived."),
+        ("buyer", "supplier", "We accept a surcharge clause capped at 5%. On that basis, $1.71?"),
+    ])
+    assert first(replay(policy, tmp_path, opening + offers)) is None
+    handback = _exchange([
+        ("analyst", "lead", "To assess it I need the firewall logs for 02:00-03:00 UTC. Could you share them?"),
+        ("lead", "analyst", "You have SIEM access. Query the firewall index for 02:00-03:00 UTC yourself."),
+        ("analyst", "lead", "Thanks for confirming the window. Once I have the 02:00-03:00 UTC logs I can confirm it."),
+        ("lead", "analyst", "I don't have them either; retrieve them with siem_query and report."),
+        ("analyst", "lead", "Acknowledged. I still need the 02:00-03:00 UTC firewall logs to make the call."),
+    ])
+    report = replay(policy, tmp_path, handback)
+    assert first(report) == (4, "stop")
+    assert signals_at(report, 4) == {"handoff/handoff_cycle"}

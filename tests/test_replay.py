@@ -66,8 +66,8 @@ class FakeSession:
         self.log.append(("after", call.name, result.output))
         return self._decision("after_call", GuardAction.CONTINUE, tool=call.name)
 
-    def observe_handoff(self, agent: str, caller: str | None) -> Decision:
-        self.log.append(("handoff", caller, agent))
+    def observe_handoff(self, agent: str, caller: str | None, message: str | None = None) -> Decision:
+        self.log.append(("handoff", caller, agent) if message is None else ("handoff", caller, agent, message))
         return self._decision("observe", GuardAction.CONTINUE)
 
     def observe_agent_message(self, agent: str | None, text: str) -> Decision:
@@ -158,6 +158,12 @@ def test_batch_goes_through_before_batch_and_chat_steps_index_tool_calls() -> No
 def test_handoffs_and_usage_are_observed() -> None:
     _, session = fake_replay([{"agent": "b", "caller": "a"}, {"usage": {"input_tokens": 3, "output_tokens": 4}, "tool": "t"}])
     assert session.log[0] == ("handoff", "a", "b") and session.log[1] == ("usage", 7)
+
+
+def test_what_an_agent_says_on_receiving_control_goes_with_the_handoff() -> None:
+    _, session = fake_replay([{"agent": "supplier", "caller": "buyer", "output": "We can do $1.82/unit, net 45."}, {"agent": "b", "caller": "a", "tool": "t", "output": "ok"}])
+    assert session.log[0] == ("handoff", "buyer", "supplier", "We can do $1.82/unit, net 45.")
+    assert session.log[1] == ("handoff", "a", "b")  # a tool's output is its result, not a message
 
 
 def test_run_with_a_trace_error_is_reported_not_replayed() -> None:

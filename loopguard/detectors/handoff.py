@@ -5,15 +5,25 @@ step that records both ``caller → agent`` and a transfer tool call is counted 
 A signal fires when the newest transfers close the same cycle of 2..``max_cycle``
 transfers (through at least two agents; a hub may come twice in it) ``repeats`` times.
 A tool result that brings new information, or an agent's message that says something new
-(see the session), is work done, and clears the sequence.
+(see the session), is work done, and clears the sequence; so is a message that an agent
+says on receiving control when it brings figures not said before in the run (a
+negotiation's offers: "$1.82/unit, net 45").
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 
 from ..decisions import Signal
 from ..policy.schema import HandoffDetector
+from .base import BoundedMap
+
+#: A figure in a message: a number, with its decimal or thousands separators and times ("1.82",
+#: "60,000", "02:00"). One digit alone ("step 2", "1 more") says too little to be news.
+_FIGURE = re.compile(r"\d+(?:[.,:]\d+)*")
+FIGURES_REMEMBERED = 512
+MESSAGE_READ = 2_000  # characters of a message read for figures
 
 
 class Handoff:
@@ -22,6 +32,7 @@ class Handoff:
     def __init__(self, config: HandoffDetector) -> None:
         self.config = config
         self._agents: deque[str] = deque(maxlen=config.max_cycle * config.repeats + 1)
+        self._figures: BoundedMap[str, None] = BoundedMap(FIGURES_REMEMBERED)
 
     def reconfigure(self, config: HandoffDetector) -> None:
         self.config = config
@@ -29,6 +40,22 @@ class Handoff:
 
     def work_done(self) -> None:
         self._agents.clear()
+
+    def said(self, text: str) -> bool:
+        """Remember the figures of a message (of the user or of an agent); return whether it
+        brought one not said before in the run (bounded: the latest
+        :data:`FIGURES_REMEMBERED` figures)."""
+        figures = self._figures
+        new = False
+        for figure in _FIGURE.findall(text, 0, MESSAGE_READ):
+            if len(figure) < 2:
+                continue
+            if figure in figures:
+                figures.move_to_end(figure)  # (said again: remembered longer)
+            else:
+                new = True
+                figures.put(figure, None)
+        return new
 
     def transfer(self, agent: str, caller: str | None, step: int) -> Signal | None:
         agents = self._agents

@@ -110,10 +110,12 @@ class TraceToolResult:
 
 @dataclass(frozen=True, slots=True)
 class TraceHandoff:
-    """Control passing from ``handoff.caller`` to ``handoff.agent``."""
+    """Control passing from ``handoff.caller`` to ``handoff.agent``; ``message`` is what the
+    agent said on receiving control (the step's output), if anything."""
 
     handoff: Handoff
     step: int = 0
+    message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

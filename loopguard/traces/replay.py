@@ -89,7 +89,11 @@ def replay_run(policy: "CompiledPolicy", run: TraceRun, *, session_factory: Sess
             elif isinstance(item, UserMessage):
                 session.observe_user_message(item.text)
             elif isinstance(item, TraceHandoff):
-                record(item.step, session.observe_handoff(item.handoff.agent, item.handoff.caller))
+                handoff = item.handoff
+                if item.message is None:
+                    record(item.step, session.observe_handoff(handoff.agent, handoff.caller))
+                else:
+                    record(item.step, session.observe_handoff(handoff.agent, handoff.caller, message=item.message))
             elif isinstance(item, AgentMessage):
                 record(item.step, session.observe_agent_message(item.agent, item.text))
             elif isinstance(item, ModelCall):

@@ -218,7 +218,8 @@ def parse_step(step: Any, index: int) -> list[TraceItem]:
     if caller is not None:
         if agent is None:
             raise MalformedTrace(location, f"a handoff from {caller!r} needs 'agent' (the agent receiving control)")
-        items.append(TraceHandoff(handoff=Handoff(agent=agent, caller=caller), step=index))
+        said = message_text(output) if tool is None and output is not None else None
+        items.append(TraceHandoff(handoff=Handoff(agent=agent, caller=caller), step=index, message=said))
     if tool is not None:
         if not tool:
             raise MalformedTrace(location, "'tool' must not be empty")
