@@ -200,6 +200,34 @@ BLIND_EXCEPTIONS = {
     # Ten plans and status lines with no nudge between: read as a monologue at its fourth
     # restatement.
     "b19s-dbt-plan-restatement": "late",
+    # Round 20 (the issue's five held-back kinds, four runs each, and their healthy
+    # look-alikes, written against the round-19 code: 8 of 20 stuck and 19 of 20 healthy runs
+    # judged right when written, 13 of 20 and 20 of 20 now).
+    # A pod's crash answered by a restart each lap: the restart is a shell command that writes
+    # nothing the guard can see, and each lap's pod names and restart counts read as news, so
+    # only the fourth lap's identical reads stop it.
+    "b20s-interleave-k8s-restart-missing-secret-key": "late",
+    # Rows added to one tab while another tab's total never moves: a read that gives the same
+    # answer after each new write is how agents verify writes (a health check after each deploy
+    # step), so only the rows written again (step 12) make it stale.
+    "b20s-interleave-sheet-edits-never-move-summary": "late",
+    # Empty pages with has_more true and a fresh cursor: the envelope's pin_count reads as data,
+    # and a cursor followed from an empty page is how event streams are polled.
+    "b20s-wrap-slack-history-empty-pages-live-cursor": "missed",
+    # A browser pager whose Next link leads back to page 1: the first page came from
+    # browser_navigate, and the first click followed no earlier click, so the wrap shows only
+    # when the second page comes round again.
+    "b20s-wrap-portal-next-link-loops-crm-dupes": "late",
+    # Reworded case-law searches whose answers are the same related cases, shuffled, with zero
+    # matches counted: read as the same answer only once the order repeats.
+    "b20s-neardup-reworded-search-phantom-citation": "late",
+    # A research lap of six calls redone after each truncation: each lap saves its note again
+    # (a write with a new id and count) and the fetched pages' byte counts change, so no lap
+    # reads as a replay and no call comes three times within the repeat window.
+    "b20s-condense-truncation-redoes-research": "missed",
+    # Two agents deferring to each other: the second closed cycle of handoffs (step 6) comes one
+    # step before its writer's window.
+    "b20s-monologue-writer-reviewer-polite-deadlock": "premature",
     # Round 16 (the issue's five held-back kinds and their healthy look-alikes, written against
     # the round-15 code: 14 of 26 stuck and 21 of 26 healthy runs judged right when written,
     # 23 of 26 and 26 of 26 now).
@@ -352,9 +380,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (546 stuck, 612 healthy, written round after round), judged as cases/README.md judges."""
+    (566 stuck, 632 healthy, written round after round), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 546, "healthy": 612}[label]
+    assert len(judged) == {"stuck": 566, "healthy": 632}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }
