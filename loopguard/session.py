@@ -410,7 +410,7 @@ class Session:
             self._steps += 1
             self.run.steps += 1
             self.turn.steps += 1
-            signal = self._handoff.transfer(_text(agent), None if caller is None else _text(caller), self._steps - 1)
+            signal = self._handoff.transfer(_text(agent), None if caller is None else _text(caller))
             if message is not None and self._handoff.said(_text(message)):
                 self._handoff.work_done()  # (after the transfer: the message comes once control arrived)
             return self._decide(policy, "observe", self._steps - 1, None, None, [signal] if signal else [], ALLOW)
@@ -561,7 +561,7 @@ class Session:
             if signal is not None:
                 signals.append(signal)
         if record.handoff_target is not None:
-            signal = self._handoff.transfer(record.handoff_target, call.agent, record.step)
+            signal = self._handoff.transfer(record.handoff_target, call.agent)
             if signal is not None:
                 signals.append(signal)
 

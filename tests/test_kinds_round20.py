@@ -324,3 +324,24 @@ def test_agents_trading_new_offers_negotiate_and_agents_repeating_a_request_hand
     report = replay(policy, tmp_path, handback)
     assert first(report) == (4, "stop")
     assert signals_at(report, 4) == {"handoff/handoff_cycle"}
+
+
+def test_single_digit_prices_with_their_currency_sign_are_figures(policy, tmp_path: Path) -> None:
+    offers = _exchange([
+        ("grower", "buyer", "We can do $9 per crate for the season."),
+        ("buyer", "grower", "That is high for us; $6 per crate and we take every crate."),
+        ("grower", "buyer", "Meet us at $8 and we deliver twice a week."),
+        ("buyer", "grower", "$7 with delivery twice a week, and 5% off for early payment?"),
+        ("grower", "buyer", "Agreed at $7 with twice-weekly delivery, and 3% off for early payment."),
+    ])
+    assert first(replay(policy, tmp_path, offers)) is None
+
+
+def test_an_agents_message_in_a_cycle_is_named_as_the_agents_message(policy, tmp_path: Path) -> None:
+    steps = []
+    for _ in range(3):
+        steps.append(step(None, output="Please send me the firewall logs for the window first.", agent="analyst"))
+        steps.append(step(None, output="Pull them yourself with siem_query and report back.", agent="lead"))
+    report = replay(policy, tmp_path, steps)
+    messages = [signal.message for entry in report.decisions for signal in entry.decision.signals if signal.detector == "cycle"]
+    assert messages and messages[0] == "the calls analyst's message → lead's message repeat as a cycle 2 times in a row"

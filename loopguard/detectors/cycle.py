@@ -101,7 +101,7 @@ class Cycle:
                     detector=self.name,
                     kind=f"cycle_of_{period}",
                     score=self.config.weight,
-                    message=f"the calls {' → '.join(tools)} repeat as a cycle {repeats} times in a row",
+                    message=f"the calls {' → '.join(_step_name(tool) for tool in tools)} repeat as a cycle {repeats} times in a row",
                     evidence={"call": record.index, "period": period, "repeats": repeats, "tools": tools},
                 )
         return None
@@ -153,3 +153,9 @@ REPLAYED_CALLS = 5
 def _advancing(memory: RunMemory, key: int) -> bool:
     stats = memory.signatures.get(key)
     return stats is not None and stats.advancing
+
+
+def _step_name(tool: str) -> str:
+    """A step of a cycle as a message reads it: a tool by its name, an agent's message (the
+    session's pseudo-call ``message:AGENT``) as "AGENT's message"."""
+    return f"{tool[8:]}'s message" if tool.startswith("message:") else tool

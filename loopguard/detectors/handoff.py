@@ -20,8 +20,9 @@ from ..policy.schema import HandoffDetector
 from .base import BoundedMap
 
 #: A figure in a message: a number, with its decimal or thousands separators and times ("1.82",
-#: "60,000", "02:00"). One digit alone ("step 2", "1 more") says too little to be news.
-_FIGURE = re.compile(r"\d+(?:[.,:]\d+)*")
+#: "60,000", "02:00"), a currency sign before it or a percent sign after it ("$9", "5%"). One
+#: digit alone ("step 2", "1 more") says too little to be news.
+_FIGURE = re.compile(r"[$€£¥]?\d+(?:[.,:]\d+)*%?")
 FIGURES_REMEMBERED = 512
 MESSAGE_READ = 2_000  # characters of a message read for figures
 
@@ -57,7 +58,7 @@ class Handoff:
                 figures.put(figure, None)
         return new
 
-    def transfer(self, agent: str, caller: str | None, step: int) -> Signal | None:
+    def transfer(self, agent: str, caller: str | None) -> Signal | None:
         agents = self._agents
         if agents and agents[-1] == agent:
             return None  # already recorded (the same transfer seen from both sides)
@@ -84,6 +85,6 @@ class Handoff:
                     kind="handoff_cycle",
                     score=self.config.weight,
                     message=f"control went around {' → '.join(cycle)} {repeats} times with no work done",
-                    evidence={"step": step, "cycle": cycle, "repeats": repeats},
+                    evidence={"cycle": cycle, "repeats": repeats},  # (the decision carries its step)
                 )
         return None
