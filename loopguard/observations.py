@@ -88,7 +88,7 @@ def _volatile_token(token: str, previous: str) -> str:
     if core[0] == "#" and core[1:].isdigit():
         return token.replace(core, "<counter>")
     if core.isdigit():
-        if previous.strip(_PUNCTUATION) in _COUNTER_WORDS or (token[:1] == "[" and previous in _EXECUTION_COUNT_BEFORE):
+        if previous.strip(_PUNCTUATION) in _COUNTER_WORDS or (token[:1] == "[" and token.rstrip(":") == f"[{core}]" and previous in _EXECUTION_COUNT_BEFORE):
             return token.replace(core, "<counter>")  # ("[5] executed", "In [5]:": a notebook's execution count)
         if names_duration(previous.strip(_PUNCTUATION)):
             return token.replace(core, "<duration>")  # "took 38", "elapsed_ms": 38
@@ -494,26 +494,48 @@ def reports_failure(text: str) -> bool:
     return _FAILURE_WORDS.search(text[:400].lower()) is not None
 
 
-def reports_no_change(text: str) -> bool:
-    """True when a write's reply (its first 400 characters) says it changed nothing: a no-op
-    phrase ("nothing to commit", "already up to date", "No changes.", kubectl's
-    "deployment.apps/api unchanged", "Copy executed with 0 files processed"), or counts of
+def reports_no_change(text: str, request: Any = None) -> bool:
+    """True when a write's reply (its first 400 characters) says it changed nothing: counts of
     changes that are all 0 ("0 inserted, 0 updated", "UPDATE 0", "0 rows affected",
-    "changed=0"). A reply that counts one change or more changed something."""
+    "changed=0"), or, with no count above 0, a no-op phrase ("nothing to commit", "already up
+    to date", "Everything up-to-date", "No changes.", "Copy executed with 0 files
+    processed"), or kubectl lines that all say "unchanged" ("deployment.apps/api
+    unchanged"). A reply that counts one change or more changed something, and so does a
+    statement that changes a schema or grants (``request``, the call's arguments: MySQL
+    answers ``CREATE TABLE`` with "0 rows affected")."""
     head = text[:400].lower()
     if "0" not in head and "nothing" not in head and "no change" not in head and "unchanged" not in head and "up to date" not in head and "up-to-date" not in head:
         return False  # (the cheap test: every no-op reply says 0 or one of these words)
-    if _NO_OP_PHRASE.search(head) is not None:
-        return True
     counts = [count or other for count, other in _CHANGE_COUNT.findall(head)]
-    return bool(counts) and all(count.strip("0,") == "" for count in counts)
+    if any(count.strip("0,") for count in counts):
+        return False  # something was counted as changed
+    if _changes_schema(request):
+        return False
+    if counts or _NO_OP_PHRASE.search(head) is not None:
+        return True
+    objects = _KUBECTL_OBJECT_LINE.findall(head)
+    return bool(objects) and all(verb == "unchanged" for verb in objects)
+
+
+def _changes_schema(request: Any) -> bool:
+    """Whether the call's text arguments hold a statement that changes a schema or grants."""
+    if type(request) is not dict:
+        return False
+    return any(type(value) is str and _SCHEMA_CHANGE.search(value, 0, 2_000) is not None for value in request.values())
 
 
 #: What a write that changed nothing says (lowercased).
 _NO_OP_PHRASE = re.compile(
-    r"\b(?:nothing to (?:commit|update|change|do|apply|migrate|deploy)|already up[ -]to[ -]date|no changes?\b(?: (?:were )?(?:made|detected|applied|needed|to apply))?"
-    r"|no rows? (?:were )?(?:affected|updated|inserted|deleted|changed)|0 files processed)|^[\w.-]+/[\w.:-]+ unchanged$",
-    re.MULTILINE,
+    r"\b(?:nothing to (?:commit|update|change|do|apply|migrate|deploy)|(?:already|everything) up[ -]to[ -]date|no changes?\b(?: (?:were )?(?:made|detected|applied|needed|to apply))?"
+    r"|no rows? (?:were )?(?:affected|updated|inserted|deleted|changed)|0 files processed)"
+)
+#: A line of kubectl's reply naming an object and what happened to it ("service/api unchanged").
+_KUBECTL_OBJECT_LINE = re.compile(r"^[\w.-]+/[\w.:-]+ (\w+)(?: \(server dry run\))?$", re.MULTILINE)
+#: A statement that changes a schema or grants: its reply counts no rows ("Query OK, 0 rows affected").
+_SCHEMA_CHANGE = re.compile(
+    r"\b(?:create|alter|drop|truncate|rename)\s+(?:or\s+replace\s+)?(?:temporary\s+|temp\s+|unique\s+)?"
+    r"(?:table|index|view|schema|database|sequence|function|procedure|trigger|user|role|type|extension|column)\b|\b(?:grant|revoke)\s",
+    re.IGNORECASE,
 )
 #: A count of changes: "0 inserted", "3 rows updated", "rows affected: 0", "changed=0",
 #: "UPDATE 0" (the count before or after its verb).

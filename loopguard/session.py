@@ -372,7 +372,7 @@ class Session:
             if changes is None:
                 changes = stats.changes_state = record.tool_kind == "write" or changes_state(record.signature.tool, record.signature.arguments)
             # (Nor does one whose reply says it changed nothing: "0 rows affected", "unchanged".)
-            changed = changes and not observation.error and not reports_failure(observation.text) and not reports_no_change(observation.text)
+            changed = changes and not observation.error and not reports_failure(observation.text) and not reports_no_change(observation.text, record.signature.arguments)
             if changed:
                 memory.note_change(record)
             signal = self._near_duplicate.result(record, changed)  # (first: it tells a page already read, for no_progress)

@@ -353,7 +353,7 @@ _EDITOR_WRITES = frozenset({"str", "replace", "insert", "create", "write", "edit
 #: Arguments that hold a SQL statement, and the statements that write (after comments and a WITH).
 _SQL_ARGUMENT_NAMES = ("sql", "query", "statement", "statements")
 _SQL_WRITE = re.compile(
-    r"\s*(?:(?:--[^\n]*\n|/\*.*?\*/)\s*)*(?:with\b.*?\)\s*)?(?:insert|update|delete|merge|upsert|replace|alter|drop|create|truncate|grant|revoke|copy\s+into|load\s+data)\b",
+    r"\s*(?:(?:--[^\n]*\n|/\*.*?\*/)\s*)*(?:with\b.*?\)\s*)?(?:insert|update|delete|merge|upsert|replace|alter|drop|create|truncate|grant|revoke|copy\s+into|copy\s+[\w.\"]+(?:\s*\([^)]*\))?\s+from|load\s+data)\b",
     re.IGNORECASE | re.DOTALL,
 )
 

@@ -602,6 +602,27 @@ def test_review_cases(policy) -> None:
         "br19-s-ga4-resubmit-alternating-run-and-batch": "missed",
         "br19-s-shopify-refetch-first-page-call-limit-header": "ok",
         "br19-s-shopify-graphql-refetch-throttle-status": "ok",
+        # Round 20's break-it review (13 runs against this session's changes: 8 of them judged
+        # worse than before the session as written; 10 judged right now, none worse than before).
+        "br20-h-mysql-ddl-test-schema": "ok",
+        "br20-h-dq-null-aggregate-checklist": "ok",
+        "br20-h-langchain-sql-dlq-drain": "ok",
+        "br20-h-runbook-provisioning-sections": "ok",
+        "br20-h-gmail-invoice-label-audit": "ok",
+        "br20-h-bolt-price-negotiation": "ok",
+        "br20-s-handoff-bounce-timestamped": "ok",
+        "br20-s-handoff-bounce-plain": "ok",
+        "br20-s-swe-plan-restated-with-question": "ok",
+        "br20-s-sandbox-recreate-importerror": "ok",
+        # kubectl apply answering "configured" for one object and "unchanged" for another now
+        # counts as a change, but each apply's later failure is deterministic and retried: a
+        # replan at step 10 (older than this session).
+        "br20-h-kubectl-apply-partial-unchanged": "false_alarm",
+        # A negotiation of headlines with no figures: words are not read as offers.
+        "br20-h-copy-headline-handoff": "false_alarm",
+        # Templates recreated with fresh ids that the agent's own answers name: each is another
+        # item, and the failures name each anew.
+        "br20-s-sendgrid-recreate-no-list": "missed",
     }
 
 

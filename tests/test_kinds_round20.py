@@ -141,9 +141,16 @@ def test_a_write_that_says_it_changed_nothing_is_told_by_its_reply() -> None:
         '{"created": 20, "ids": "LEAD-10441..LEAD-10460", "errors": []}',
         "Edited src/app.py: 1 replacement",
         "Plan: 0 to add, 1 to change, 0 to destroy.",
+        "deployment.apps/api configured\nservice/api unchanged",  # one object of two changed
+        "Inserted 1 row; no changes to the schema",
     ]
     assert [text for text in no_ops if not reports_no_change(text)] == []
     assert [text for text in changes if reports_no_change(text)] == []
+    assert reports_no_change("Everything up-to-date") is True  # git push
+    # MySQL answers a schema change with no rows counted.
+    assert reports_no_change("Query OK, 0 rows affected (0.02 sec)", {"sql": "CREATE TABLE t (id int)"}) is False
+    assert reports_no_change("Query OK, 0 rows affected (0.02 sec)", {"sql": "GRANT SELECT ON t TO app"}) is False
+    assert reports_no_change("Query OK, 0 rows affected (0.02 sec)", {"sql": "UPDATE t SET a = 1 WHERE id = 7"}) is True
 
 
 def _copy(first_key: str, reply: str) -> dict[str, object]:
@@ -240,8 +247,10 @@ def test_execution_counts_are_normalised_only_where_a_notebook_prints_them() -> 
     assert observe("In [3]: x\nOut[3]: 4").same_as(observe("In [7]: x\nOut[7]: 4")) is True
     assert observe("Out[3]: 4").same_as(observe("Out[3]: 5")) is False
     assert observe("queue depths [5] and [6]").same_as(observe("queue depths [7] and [8]")) is False
+    assert observe("[(31,)]").same_as(observe("[(21,)]")) is False  # rows as LangChain's SQLDatabase prints them
 
 
+NUDGE = "Please continue working on the task on whatever approach you think is suitable. If you think you have solved the task, please submit your answer."
 NEXT_TOOL = "Continue working on the request. If it is complete, call `finish`; otherwise call the next tool."
 
 
@@ -322,8 +331,14 @@ def test_agents_trading_new_offers_negotiate_and_agents_repeating_a_request_hand
         ("analyst", "lead", "Acknowledged. I still need the 02:00-03:00 UTC firewall logs to make the call."),
     ])
     report = replay(policy, tmp_path, handback)
-    assert first(report) == (4, "stop")
-    assert signals_at(report, 4) == {"handoff/handoff_cycle"}
+    # (The window's times are no figures: a time of day stamps messages as often as it asks.)
+    assert first(report) == (3, "stop")
+    assert signals_at(report, 3) == {"handoff/handoff_cycle"}
+    stamped = _exchange([(agent, caller, f"[09:{14 + index}:0{index} UTC] {text}") for index, (agent, caller, text) in enumerate(
+        [("analyst", "lead", "Please send me the firewall logs."), ("lead", "analyst", "Pull them yourself with siem_query."),
+         ("analyst", "lead", "I still need the firewall logs from you."), ("lead", "analyst", "Use siem_query and report back."),
+         ("analyst", "lead", "Could you send the firewall logs?")])])
+    assert first(replay(policy, tmp_path, stamped)) == (3, "stop")
 
 
 def test_single_digit_prices_with_their_currency_sign_are_figures(policy, tmp_path: Path) -> None:
@@ -345,3 +360,30 @@ def test_an_agents_message_in_a_cycle_is_named_as_the_agents_message(policy, tmp
     report = replay(policy, tmp_path, steps)
     messages = [signal.message for entry in report.decisions for signal in entry.decision.signals if signal.detector == "cycle"]
     assert messages and messages[0] == "the calls analyst's message → lead's message repeat as a cycle 2 times in a row"
+
+
+def test_a_plan_put_up_for_confirmation_again_under_each_nudge_is_a_replan(policy, tmp_path: Path) -> None:
+    steps = [step(None, output="Fix paginate() in utils/pagination.py: page 2 returns items 12-21.", agent="user"),
+             step("read_file", {"path": "utils/pagination.py"}, "def paginate(items, page, per_page):\n    start = page * per_page - per_page + 1\n")]
+    plans = [
+        "The bug is the + 1 in the start index. I'll remove it so start = (page - 1) * per_page. Does that match what you expected?",
+        "To fix it I'll change the start index to (page - 1) * per_page, dropping the stray + 1. Does that sound right?",
+        "My plan: compute start as (page - 1) * per_page instead, which removes the off-by-one. Is that the fix you want?",
+        "I'll update paginate() so the start index is (page - 1) * per_page. Shall we go with that?",
+    ]
+    for plan in plans:
+        steps += [step(None, output=plan, agent="swe"), step(None, output=NUDGE, agent="user")]
+    report = replay(policy, tmp_path, steps[:-1])
+    assert first(report) == (8, "replan")  # the fourth plan, the third under the same nudge
+
+
+def test_data_checks_over_other_tables_that_find_nothing_are_other_checks(policy, tmp_path: Path) -> None:
+    checks = [
+        "SELECT string_agg(order_id::text, ', ') AS dup_order_ids FROM (SELECT order_id FROM payments GROUP BY order_id HAVING count(*) > 1) d",
+        "SELECT min(amount_cents) AS negative_min FROM refunds WHERE amount_cents < 0",
+        "SELECT max(created_at) AS future_ts FROM orders WHERE created_at > now() + interval '1 day'",
+        "SELECT string_agg(DISTINCT currency, ',') AS bad_currencies FROM payments WHERE currency NOT IN (SELECT code FROM iso_currencies)",
+        "SELECT string_agg(c.id::text, ',') AS orphans FROM orders o LEFT JOIN customers c ON c.id = o.customer_id WHERE c.id IS NULL",
+    ]
+    steps = [step("psql", {"database": "warehouse_2024_06", "sql": sql}, " result \n--------\n \n(1 row)\n") for sql in checks]
+    assert first(replay(policy, tmp_path, steps)) is None

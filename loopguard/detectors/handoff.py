@@ -19,10 +19,12 @@ from ..decisions import Signal
 from ..policy.schema import HandoffDetector
 from .base import BoundedMap
 
-#: A figure in a message: a number, with its decimal or thousands separators and times ("1.82",
-#: "60,000", "02:00"), a currency sign before it or a percent sign after it ("$9", "5%"). One
+#: A figure in a message: a number, with its decimal or thousands separators ("1.82",
+#: "60,000"), a currency sign before it or a percent sign after it ("$9", "5%"). One
 #: digit alone ("step 2", "1 more") says too little to be news.
-_FIGURE = re.compile(r"[$€£¥]?\d+(?:[.,:]\d+)*%?")
+_FIGURE = re.compile(r"[$€£¥]?\d+(?:[.,]\d+)*%?")
+#: Dates and times of day, set aside: a stamp on every message is no figure of its content.
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:z|[+-]\d{2}:?\d{2})?)?|\b\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?\b", re.IGNORECASE)
 FIGURES_REMEMBERED = 512
 MESSAGE_READ = 2_000  # characters of a message read for figures
 
@@ -48,7 +50,10 @@ class Handoff:
         :data:`FIGURES_REMEMBERED` figures)."""
         figures = self._figures
         new = False
-        for figure in _FIGURE.findall(text, 0, MESSAGE_READ):
+        text = text[:MESSAGE_READ]
+        if ":" in text or "-" in text:
+            text = _STAMP.sub(" ", text)  # (a message's time stamp is no offer: "[09:14:02 UTC]")
+        for figure in _FIGURE.findall(text):
             if len(figure) < 2:
                 continue
             if figure in figures:

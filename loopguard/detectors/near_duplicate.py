@@ -1188,7 +1188,7 @@ _ANNOUNCES = re.compile(
 #: merge now."), not the same word inside content ("running costs").
 _TOOL_WORK = re.compile(
     r"(?:\b(?:i['’]ll|i will|let me|i['’]m|i am|going to|about to|proceeding to)\s+(?:now\s+|go ahead and\s+)?|(?:^|[.!?:]\s+)\W*(?:now,?\s+)?)"
-    r"(?:run|running|execut(?:e|ing)|call(?:ing)?|invok(?:e|ing)|fetch(?:ing)?|load(?:ing)?|quer(?:y|ying)|provision(?:ing)?|"
+    r"(?:run|running|execut(?:e|ing)|call(?:ing)?|invok(?:e|ing)|fetch(?:ing)?|load(?:ing)?|quer(?:y|ying)|"
     r"download(?:ing)?|upload(?:ing)?|deploy(?:ing)?|install(?:ing)?|merg(?:e|ing)|submit(?:ting)?|retry(?:ing)?)\b"
 )
 #: A plan offered for permission instead of carried out (in a lowercased message).
@@ -1197,7 +1197,11 @@ _ASKS_PERMISSION = re.compile(
     r"|(?:do|would) you (?:want|like) me to|(?:please )?confirm (?:and|that) i (?:should|can|will)|please confirm and"
     r"|await(?:ing)? your (?:go-ahead|approval|confirmation|ok|okay|permission)|once you (?:approve|confirm|give (?:me )?the go-ahead)"
     r"|is it (?:alright|all right|ok|okay) (?:if|to)|let me know if (?:i should|you want me to|it'?s (?:ok|okay|fine))"
-    r"|with your (?:permission|approval)|do i have your (?:permission|approval|go-ahead))\b"
+    r"|with your (?:permission|approval)|do i have your (?:permission|approval|go-ahead)"
+    # A plan put up for confirmation: "Does that sound right?", "Shall we go with that?"
+    r"|(?:does|do|would) (?:that|this|it) (?:sound|look|seem) (?:right|good|ok|okay|correct|fine|reasonable)|shall we (?:go|proceed|do)"
+    r"|is (?:that|this|it) (?:ok|okay|alright|all right|fine|correct|right|acceptable)\b|is (?:that|this) (?:the \w+ |what )you (?:want|expected|meant|had in mind)"
+    r"|(?:does|did) (?:that|this) match what you)\b"
 )
 
 _MESSAGE_WORD = re.compile(r"\w+")
@@ -1457,11 +1461,12 @@ class NearDuplicate:
             # ("Running the FX merge now", "I'm executing the merge cell") instead of calling one
             # does not act, whatever it names; other announcements (a tutor's or a writer's next
             # part: "Let me give you a proportion one now") restate only what was said.
-            # (A message that puts a question to the user, a tutor's next exercise, asks for an
-            # answer the nudge brings: no plan restated.)
+            # (A message that puts a new question to the user, a tutor's next exercise, asks for
+            # an answer the nudge brings: no plan restated. "Does that sound right?" asked again
+            # is no new question.)
             rewords = bool(plan) and (
                 (speaker[1] > 0 and _TOOL_WORK.search(text, 0, _ANNOUNCEMENT_READ) is not None)
-                or ("?" not in text and len(plan - said_before) <= NUDGED_NEW_WORDS * len(plan))
+                or (len(plan - said_before) <= NUDGED_NEW_WORDS * len(plan) and not _asks_anew(text, said_before))
             )
         if not rewords and self._user_copies >= 2 and speaker[1] == self._actions_at_user_message and said.words and _ASKS_PERMISSION.search(text, 0, _ANNOUNCEMENT_READ):
             # Permission asked again under the same nudge ("Shall I proceed with ...?", "Do you
@@ -1604,7 +1609,14 @@ class NearDuplicate:
         calls = streak.calls
         if key in calls or len(calls) >= ANSWERS_COUNTED or len(streak.words) >= 2 * ANSWERS_COUNTED:
             return None  # the same call again: the repeat detector's and no_progress's own case
-        related = any(_overlap(words, shape.words) >= ANSWER_OVERLAP for words in streak.words)
+        mine = shape.words
+        if "select" in mine:
+            # A query's keywords are shared by every query: its tables, columns and values say
+            # what it asks (five data checks over five tables that find nothing are five checks).
+            mine = mine - _SQL_WORDS
+            related = any(_overlap(words - _SQL_WORDS, mine) >= ANSWER_OVERLAP for words in streak.words)
+        else:
+            related = any(_overlap(words, mine) >= ANSWER_OVERLAP for words in streak.words)
         streak.words.append(shape.words)
         streak.tokens.append(tokens)
         if not related:
@@ -2044,6 +2056,14 @@ def _names_item(stretch: tuple[str, ...], texts: tuple[str, ...]) -> bool:
     return False
 
 
+#: SQL's own words (as _words reads them), which say nothing of what a query asks.
+_SQL_WORDS = frozenset(
+    "select from where and or not in is null group by having order limit offset as on join left right inner outer full cross "
+    "distinct count sum min max avg string_agg array_agg coalesce case when then else end interval now between like ilike "
+    "union all exist with desc asc true false date timestamp text int integer numeric cast current_date".split()
+)
+
+
 def _names_given_uuid(before: Any, after: Any, given: Callable[[], list[str]]) -> bool:
     """Whether ``after`` holds a UUID that ``before`` does not and that the run was given
     (``given`` returns the texts, lowercased): the next item of a list, not a fresh token."""
@@ -2234,6 +2254,18 @@ def _stems(words: frozenset[Any]) -> frozenset[str]:
                 break
         stems.add(text)
     return frozenset(stems)
+
+
+def _asks_anew(text: str, said: frozenset[str]) -> bool:
+    """Whether a message (lowercased) ends a sentence with a question at least half of whose
+    words (stemmed) were not ``said`` before: "What fraction walks or cycles?" after other
+    exercises, not "Does that sound right?" again."""
+    end = text.rfind("?", 0, _ANNOUNCEMENT_READ)
+    if end < 0:
+        return False
+    start = max(text.rfind(mark, 0, end) for mark in ".!?:\n") + 1
+    asked = _stems(_message_words(text[start:end]) - _ANNOUNCEMENT_WORDS)
+    return bool(asked) and 2 * len(asked - said) >= len(asked)
 
 
 def _announces(text: str) -> bool:
