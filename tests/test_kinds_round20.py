@@ -7,6 +7,7 @@ from pathlib import Path
 
 from test_detector_kinds import first, replay, signals_at, step  # noqa: F401  (policy is a fixture)
 from test_detector_kinds import policy  # noqa: F401
+from test_kinds_round18 import NUDGE
 
 ORDERS = [{"id": 5512001, "name": "#1041", "financial_status": "paid"}, {"id": 5512002, "name": "#1042", "financial_status": "refunded"}]
 
@@ -250,7 +251,6 @@ def test_execution_counts_are_normalised_only_where_a_notebook_prints_them() -> 
     assert observe("[(31,)]").same_as(observe("[(21,)]")) is False  # rows as LangChain's SQLDatabase prints them
 
 
-NUDGE = "Please continue working on the task on whatever approach you think is suitable. If you think you have solved the task, please submit your answer."
 NEXT_TOOL = "Continue working on the request. If it is complete, call `finish`; otherwise call the next tool."
 
 
