@@ -288,9 +288,6 @@ def _says_empty(stripped: str, ascii_text: bool) -> bool:
     return len(folded) <= 120 and phrase.match(folded) is not None
 
 
-#: How SQL clients end a query's printout that has no row: psql, SQL Server's sqlcmd, Oracle's
-#: SQL*Plus (MySQL's "Empty set (0.00 sec)" starts as an empty phrase does). Only a printout
-#: with one row count: several statements may have printed rows before.
 # A SQL client's timing line: psql's "Time: 12.1 ms", sqlcmd's "Completion time: ...".
 _TIMING_LINE = re.compile(r"(?:completion )?time: [^\n]*$")
 
@@ -323,6 +320,9 @@ def _nulls_row(table: str) -> bool:
     return _NULL_CELLS.issuperset(_CELL_SPLIT.split(lines[-1].strip()))
 
 
+#: How SQL clients end a query's printout that has no row: psql, SQL Server's sqlcmd, Oracle's
+#: SQL*Plus (MySQL's "Empty set (0.00 sec)" starts as an empty phrase does), and one that has
+#: one row. Only a printout with one row count: several statements may have printed rows before.
 _ZERO_ROWS = ("(0 rows)", "(0 rows affected)", "no rows selected")
 _ONE_ROW = ("(1 row)", "(1 row affected)")
 _ROW_COUNTS = _ZERO_ROWS + _ONE_ROW

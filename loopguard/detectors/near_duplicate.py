@@ -233,10 +233,8 @@ _PLAIN = _Shape(0, (), frozenset(), None)
 
 # Throwaway values inside a text that splitting into words would cut into pieces: timestamps
 # ("--since-time=2024-06-11T09:14:02Z") and UUIDs. (Digit and hex runs stay whole words.)
-_EMBEDDED_VOLATILE = re.compile(
-    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
-    r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-)
+_UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_EMBEDDED_VOLATILE = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?|" + _UUID_PATTERN)
 
 
 def _without_embedded_volatile(text: str) -> str:
@@ -394,7 +392,7 @@ def shape_of(record: CallRecord, given: Callable[[], list[str]] | None = None) -
             if _is_volatile(value.strip()) and not (value[:1].isdigit() and _names_time_bound((str(key),))):
                 # (A time that bounds a window is what is asked for, not a stamp; so is an id
                 # the user or an answer named: five orders' UUIDs checked in turn are a fan-out.)
-                if given is None or not _named_in(value.strip().lower(), given()):
+                if given is None or not _given((value.strip().lower(),), given()):
                     continue
                 exact.append((key, value))
                 continue
@@ -2071,23 +2069,11 @@ def _names_given_uuid(before: Any, after: Any, given: Callable[[], list[str]]) -
     if not new:
         return False
     texts = given()
-    return any(_named_in(uuid.lower(), texts) for uuid in new)
+    return any(_given((uuid.lower(),), texts) for uuid in new)
 
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_UUID = re.compile(_UUID_PATTERN)
 _IDS_READ = 4_000  # characters of a call's arguments read for UUIDs
-
-
-def _named_in(value: str, texts: list[str]) -> bool:
-    """Whether one of ``texts`` (lowercased) holds ``value`` (lowercased) whole."""
-    for text in texts:
-        at = text.find(value)
-        while at >= 0:
-            end = at + len(value)
-            if (at == 0 or not text[at - 1].isalnum()) and (end == len(text) or not text[end].isalnum()):
-                return True
-            at = text.find(value, at + 1)
-    return False
 
 
 def _given(stretch: tuple[str, ...], texts: list[str]) -> bool:
@@ -2136,9 +2122,7 @@ def _without_response_stamps(body: str) -> str:
     if body[:5] == "http/":
         body = _without_stamping_headers(body)
     body = without_anti_forgery_token(body) or body  # (made anew for every page served)
-    if "[ref=" in body:
-        body = _ELEMENT_REF.sub("[ref]", body)  # a browser snapshot's element refs, renumbered on each load
-    body = _without_throttle_status(body)
+    body = _without_throttle_status(_without_element_refs(body))
     return _GENERATED.sub("<generated>", _ANSWER_FIELD.sub(_unless_stamp, body))
 
 
@@ -2159,6 +2143,11 @@ def _without_throttle_status(text: str) -> str:
 
 
 _ELEMENT_REF = re.compile(r"\[ref=[a-z]{0,3}\d{1,6}\]")
+
+
+def _without_element_refs(text: str) -> str:
+    """``text`` with a browser snapshot's element refs (``[ref=e184]``, renumbered on each load) as ``[ref]``."""
+    return _ELEMENT_REF.sub("[ref]", text) if "[ref=" in text else text
 
 
 #: Headers of an HTTP response (lowercased names) that say how and when it was served, not
@@ -2428,9 +2417,7 @@ def _page_body(text: str, cursors: tuple[str, ...]) -> str:
         text = _NUMBER_FIELD.sub(_without_time_taken, text)
     if "imit-" in text or "imit_" in text:
         text = _RATE_LIMIT_FIELD.sub("", text)  # (the rate limit left when the page was served)
-    if "[ref=" in text:
-        text = _ELEMENT_REF.sub("[ref]", text)  # a browser snapshot's element refs, renumbered on each load
-    return _without_throttle_status(text)
+    return _without_throttle_status(_without_element_refs(text))
 
 
 # A field with a number for its value ("took_ms": 52), and the comma before it.

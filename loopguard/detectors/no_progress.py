@@ -335,7 +335,12 @@ class NoProgress:
                 # for a change: a read with a fresh request id (a queue's next task) hands out new ids.
                 repeated_output = _FROM_SAME_CALL
             self._group_replies.put(same_call, observation)
-        if repeated_output == _NEW and stats.results and stats.acts and not observation.error and reports_no_change(observation.text, record.signature.arguments):
+        acts = stats.acts
+        if acts is None:  # (read once per signature; kept in stats with the result, below)
+            acts = bool(stats.changes_state) or record.tool_kind == "write" or acts_by_name(tool)
+        # Whether a call that writes or acts says it changed nothing (read once, used twice below).
+        no_change = acts and not observation.error and reports_no_change(observation.text, record.signature.arguments)
+        if repeated_output == _NEW and stats.results and no_change:
             repeated_output = _FROM_SAME_CALL  # the same change made again, and it says it changed nothing
         if record.handoff_target is not None:
             # A handoff's receipt is no answer: it counts only when the same handoff comes again
@@ -483,10 +488,8 @@ class NoProgress:
             in_group = self._groups.get(group, 0) + 1 if grouped_stale else 0
             self._groups.put(group, in_group)
         stats.last = observation
-        acts = stats.acts
-        if acts is None:  # (once per signature)
-            acts = stats.acts = bool(stats.changes_state) or record.tool_kind == "write" or acts_by_name(tool)
-        if acts and (observation.error or (not reports_no_change(observation.text, record.signature.arguments) and repeated_output != _FROM_SAME_CALL)):
+        stats.acts = acts
+        if acts and (observation.error or (not no_change and repeated_output != _FROM_SAME_CALL)):
             # (A write that says it changed nothing, "0 rows affected", is none; nor is the same
             # change made again with the same reply: a restart retried changes nothing new.)
             memory.writes += 1
