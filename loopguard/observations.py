@@ -137,6 +137,16 @@ def normalize(text: str) -> str:
     return _normalize(text)
 
 
+def is_context_summary(text: str) -> bool:
+    """Whether a message is a harness's note that the agent's context was condensed: earlier
+    turns summarised, compacted, trimmed or dropped ("[Context summary #2]", "CONDENSATION:
+    events 1-8 were removed", "This session is being continued from a previous conversation
+    that ran out of context"). Harnesses say so first: only the first 120 characters are read
+    (an agent's report that mentions it later is no condensation). Only nouns and past forms
+    count: "Please summarize the conversation" is a request, not a summary."""
+    return _CONTEXT_SUMMARY.search(text[:120].lower()) is not None
+
+
 def message_body(text: str) -> str:
     """An agent message as it is compared: its first 2,048 characters lowercased, spacing
     folded, and only what changes between two writings of one message replaced: counters
@@ -719,6 +729,16 @@ _CONTENTION = re.compile(
 _CONTENTION_ASCII = _ascii_twin(_CONTENTION)
 #: Status codes under which contention words still mean contention (None: no code).
 _CONTENTION_CODES = frozenset({None, 400, 409, 423, 500, 503})
+# What a harness says when it condensed the agent's context (see is_context_summary): a word
+# for the context near a word for what was done to it, either way round, or a condenser's own
+# names (OpenHands' "CondensationAction", "forgotten_events").
+_CONTEXT_WORDS = r"(?:context|conversation|history|chat|events?|messages|turns|memory)"
+_CONDENSED_WORDS = r"(?:summary|summari[sz]ed|condensed|condensing|compacted|compressed|trimmed|truncated)"
+_CONTEXT_SUMMARY = re.compile(
+    # ("messages were removed" is a condensation; "removed the messages" is an agent's work)
+    rf"\b{_CONTEXT_WORDS}\b[^.\n]{{0,60}}?\b(?:{_CONDENSED_WORDS}|removed|replaced|forgotten|dropped)\b|\b{_CONDENSED_WORDS}\b[^.\n]{{0,60}}?\b{_CONTEXT_WORDS}\b"
+    r"|\bcondensation|condensed_history|forgotten_event|ran out of context|\bcontext (?:limit|window) (?:reached|exceeded|at \d)"
+)
 # Context overflow is a failure of the step wherever it is said (the condensation-loop kind).
 _CONTEXT_OVERFLOW = re.compile(r"\b(?:context (?:window|length) (?:exceeded|overflow)|maximum context length|prompt is too long|token limit exceeded)\b")
 _LEADING = " \t\n\"'[({:-"

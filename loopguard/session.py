@@ -31,7 +31,7 @@ from .detectors.handoff import Handoff
 from .detectors.near_duplicate import NearDuplicate
 from .detectors.no_progress import NoProgress
 from .detectors.repeat import Repeat
-from .observations import NO_MATCH, REFUSED, Observation, exit_status_only, message_body, observe, reports_failure, reports_no_change
+from .observations import NO_MATCH, REFUSED, Observation, exit_status_only, is_context_summary, message_body, observe, reports_failure, reports_no_change
 from .policy.compile import CompiledPolicy, CompiledRule, ToolProfile
 from .rules import evaluate_rules
 from .signature import signature_of
@@ -284,6 +284,11 @@ class Session:
             body = _NUDGE_COUNTER.sub("#", message_body(message)) if actions or len(message.split()) >= NUDGE_WORDS else ""
             repeated = bool(body) and body == self._user_message_body and actions == self._actions_at_user_message
             self.user_message, self._user_message_body, self._actions_at_user_message = message, body, actions
+            if is_context_summary(message):
+                # A harness's summary of the condensed context, handed in as a user message, asks
+                # for nothing new: the detectors go on, and a new lap starts (see Cycle.condensed).
+                self._cycle.condensed(self._memory, said_by_agent=False)
+                return
             if repeated:
                 self._near_duplicate.user_message_repeated(actions)
                 return
@@ -421,6 +426,8 @@ class Session:
         with self._lock:
             policy = self._current_policy()
             text = _text(text)
+            if is_context_summary(text):
+                self._cycle.condensed(self._memory, said_by_agent=True)  # (a harness's note that the context was condensed: a new lap)
             # Case, spacing, counters and times never make a message new ("Attempt 3: ...").
             body = message_body(text)
             agent = None if agent is None else _text(agent)
@@ -553,7 +560,7 @@ class Session:
             signal = detector.pending(record, memory)
             if signal is not None:
                 signals.append(signal)
-        if signals and stale is None and (record.stats.stale_results >= self._no_progress.patience or record.sequence is not None or record.stats.same_call is not None):
+        if signals and stale is None and (record.stats.stale_results >= self._no_progress.patience or record.sequence is not None or record.stats.same_call is not None or record.redone):
             # Another detector flags the call, and the call itself (or its group: a paging sequence,
             # the same request with a fresh id) brought nothing new its last times though other
             # calls did: that is no progress too.

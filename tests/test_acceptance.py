@@ -185,12 +185,10 @@ BLIND_EXCEPTIONS = {
     # Purchase orders recreated after each summary get 422s that name each order anew: read
     # when the round is made again the second time.
     "b19s-procure-condense-recreate-po": "late",
-    # Imports and index builds redone whole after each summary: the round writes, and a round
-    # that writes is no replayed sequence of reads (checks run again after a fix verify it).
-    "b19s-gis-condense-reimport": "missed",
-    # Reports read whole until the context is condensed, then read again: each lap's reads come
-    # after a summary that brings the news the reads then repeat.
-    "b19s-lms-read-condense-cycle": "missed",
+    # Imports and index builds redone whole after each summary: the third lap is seen at its
+    # second redone call (step 17); the re-import before it (step 16) is a shell command not
+    # known to write, and its timings read as a new answer.
+    "b19s-gis-condense-reimport": "late",
     # Promises answered by the user's own new messages ("go ahead", "did it go through?"): each
     # is news, and the promises are worded anew.
     "b19s-travel-promises-no-booking": "missed",
@@ -221,10 +219,6 @@ BLIND_EXCEPTIONS = {
     # Reworded case-law searches whose answers are the same related cases, shuffled, with zero
     # matches counted: read as the same answer only once the order repeats.
     "b20s-neardup-reworded-search-phantom-citation": "late",
-    # A research lap of six calls redone after each truncation: each lap saves its note again
-    # (a write with a new id and count) and the fetched pages' byte counts change, so no lap
-    # reads as a replay and no call comes three times within the repeat window.
-    "b20s-condense-truncation-redoes-research": "missed",
     # Two agents deferring to each other: the second closed cycle of handoffs (step 6) comes one
     # step before its writer's window.
     "b20s-monologue-writer-reviewer-polite-deadlock": "premature",

@@ -71,12 +71,15 @@ class CallRecord:
         same_answer: set by near_duplicate when the result is the answer a differently worded
             call of the tool got (see ``NearDuplicate.result``): the answer's digest, shared by
             those calls (their results' staleness is counted together by no_progress).
+        redone: set by cycle after context condensations, once a lap is a redo: how many
+            calls of the current lap, this one the latest, were made in the two laps before it
+            (changes made again, reads with the same answers); ``0`` otherwise.
     """
 
     # A plain slotted class with a positional constructor: one is built per call.
     __slots__ = (
         "index", "step", "signature", "stats", "tool_kind", "agent", "pending_patience", "observation", "handoff_target",
-        "repeats_known", "after_wait", "stale", "long_poll", "sequence", "same_answer",
+        "repeats_known", "after_wait", "stale", "long_poll", "sequence", "same_answer", "redone",
     )
 
     def __init__(
@@ -104,6 +107,7 @@ class CallRecord:
         self.long_poll = False
         self.sequence: int | None = None
         self.same_answer: int | None = None
+        self.redone = 0
 
     @property
     def tool(self) -> str:

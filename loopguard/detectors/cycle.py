@@ -14,7 +14,7 @@ from collections import deque
 
 from ..decisions import Signal
 from ..policy.schema import CycleDetector
-from .base import CallRecord, RunMemory
+from .base import BoundedMap, CallRecord, RunMemory
 
 
 class Cycle:
@@ -31,6 +31,12 @@ class Cycle:
         # calls were made before the user's latest message is made again at the user's request.
         self._turn_start = 0
         self._next_index = 0
+        # Laps between context condensations (see condensed): the current lap's number, the
+        # latest two laps each call was made in, and the calls made again in this lap that
+        # were made in the two laps before it with the same answers.
+        self._lap = 0
+        self._laps_made: BoundedMap[int, tuple[int, int]] | None = None
+        self._redone: list[str] = []
         self.reconfigure(config)
 
     def reconfigure(self, config: CycleDetector) -> None:
@@ -106,6 +112,61 @@ class Cycle:
                 )
         return None
 
+    def condensed(self, memory: RunMemory, said_by_agent: bool) -> None:
+        """The agent's context was condensed (a harness summarised or dropped earlier turns): a
+        new lap starts. An agent that redoes, after each of two condensations, calls it made
+        before them goes round the same lap (the condensation-loop kind: the summary loses what
+        was done, so the work is done again). The first lap after one condensation may be the
+        agent finding its bearings again, so it takes a third. ``said_by_agent``: the summary
+        came as an agent's message (kept in the window of calls as the message's pseudo-call),
+        not as a user message."""
+        if self._laps_made is None:
+            # The calls before the first condensation, from the run memory: lap 0.
+            self._laps_made = laps_made = BoundedMap(_LAPS_REMEMBERED)
+            for key in memory.signatures:
+                laps_made[key] = (0, -1)
+            self.pending = self._pending_in_laps  # type: ignore[method-assign]  # (runs never condensed pay nothing)
+        self._lap += 1
+        self._redone = []
+        if not said_by_agent:
+            # The condensation parts the window's calls, as the summary does when an agent's
+            # message says it: a lap made again across it is judged the same either way.
+            self._keys.append(_CONDENSATION)
+            self._tools.append("context condensation")
+
+    def _pending_in_laps(self, record: CallRecord, memory: RunMemory) -> Signal | None:
+        redone = self._made_in_lap(record, memory)
+        signal = Cycle.pending(self, record, memory)
+        return signal if signal is not None else redone
+
+    def _made_in_lap(self, record: CallRecord, memory: RunMemory) -> Signal | None:
+        """Note the call in the current lap; the signal once :data:`REDONE_CALLS` calls of this
+        lap were each made in the two laps before it: changes made again, and reads whose
+        latest answer was the same as the one before (a read whose answer moved on brought
+        news: a status that changed)."""
+        laps_made = self._laps_made
+        assert laps_made is not None
+        key, lap = record.signature.key, self._lap
+        made = laps_made.get(key)
+        if made is not None and made[0] == lap:
+            return None  # (made again within one lap: the other checks' to judge)
+        laps_made.put(key, (lap, -1 if made is None else made[0]))
+        if made is None or made[0] != lap - 1 or made[1] < 0 or not self._active or (not record.stats.acts and _advancing(memory, key)):
+            return None
+        self._redone.append(record.signature.tool)
+        if len(self._redone) < REDONE_CALLS:
+            return None
+        record.redone = len(self._redone)
+        *others, latest = dict.fromkeys(self._redone)
+        tools = f"{', '.join(others)} and {latest}" if others else latest
+        return Signal(
+            detector=self.name,
+            kind="lap_redone",
+            score=self.config.weight,
+            message=f"after each of the last 2 context condensations the agent made the same calls again ({tools}), with the same answers",
+            evidence={"call": record.index, "laps": 3, "calls": len(self._redone)},
+        )
+
     def news(self) -> None:
         """A user message: a round made again after it is the user's request, not a replay."""
         self._lag = self._lag_run = 0
@@ -148,6 +209,16 @@ class Cycle:
 
 #: Calls in a row, each made again at one lag, that make a replayed sequence.
 REPLAYED_CALLS = 5
+
+#: Calls of one lap between context condensations, each made in the two laps before it with the
+#: same answers, that make the lap a redo (one call made again is the agent finding its bearings).
+REDONE_CALLS = 2
+
+#: The key a condensation takes in the window of calls (no signature's: those are hashes of text).
+_CONDENSATION = -1
+
+#: Calls whose laps are remembered (the least recently made are forgotten).
+_LAPS_REMEMBERED = 512
 
 
 def _advancing(memory: RunMemory, key: int) -> bool:

@@ -245,6 +245,16 @@ class NoProgress:
         stats = record.stats
         if not self._active or stats.polling:
             return None
+        if record.redone:
+            # Made again after a context condensation, as in the lap before and the one before
+            # that, with the same answer (cycle sets this): the work is done again, for nothing.
+            return Signal(
+                detector=self.name,
+                kind="same_answer_each_lap",
+                score=self.config.weight,
+                message=f"{describe(record)} was made after each of the last 2 context condensations, and its answer was the same each time",
+                evidence={"call": record.index, "stale_results": 2},
+            )
         if stats.stale_results < self.patience:
             group = record.sequence if record.sequence is not None else stats.same_call
             in_group = self._groups.get(group, 0) if group is not None else 0

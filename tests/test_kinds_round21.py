@@ -1,0 +1,133 @@
+"""Kinds from the round-21 session: work redone after each context condensation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopguard import Guard, ToolCall, ToolResult
+from loopguard.observations import is_context_summary
+from test_detector_kinds import first, replay, signals_at, step  # noqa: F401  (policy is a fixture)
+from test_detector_kinds import policy  # noqa: F401
+
+SUMMARY = "[Context summary #{n} - earlier turns were compacted] Goal: enrich the three accounts in the CRM. Progress: enrichment has started."
+
+
+def _lap(lap: int) -> list[dict[str, object]]:
+    """One lap of an enrichment run: a lookup, an enrichment call answered with its own timing,
+    and a note saved (a write: each save gets a new note id and a higher count)."""
+    return [
+        step("crm_get_account", {"account_id": "acc_5521"}, '{"id": "acc_5521", "name": "Hollis Freight", "domain": "hollisfreight.com", "enriched": false}'),
+        step("enrich_company", {"domain": "hollisfreight.com"}, f'{{"employees": 240, "industry": "Logistics", "hq": "Columbus, OH", "took_ms": {310 + 47 * lap}}}'),
+        step("crm_add_note", {"account_id": "acc_5521", "body": "Enriched: 240 employees, Logistics, HQ Columbus OH"}, f"Note n_{7301 + 17 * lap} added to acc_5521 ({lap + 1} notes total)."),
+    ]
+
+
+def _condensed_laps(laps: int, summary: str = SUMMARY, agent: str = "harness") -> list[dict[str, object]]:
+    steps: list[dict[str, object]] = []
+    for lap in range(laps):
+        if lap:
+            steps.append(step(None, output=summary.format(n=lap), agent=agent))
+        steps.extend(_lap(lap))
+    return steps
+
+
+def test_a_lap_with_a_write_redone_after_each_of_two_condensations_is_stopped(policy, tmp_path: Path) -> None:
+    report = replay(policy, tmp_path, _condensed_laps(3))
+    # Steps 0-2, summary 3, steps 4-6, summary 7, then the third lap: its lookup (step 8) is the
+    # first call made a third time, the enrichment (step 9) the second.
+    assert first(report) == (9, "stop")
+    (decision,) = [entry.decision for entry in report.decisions if entry.step == 9 and entry.decision.phase == "before_call"]
+    assert {signal.message for signal in decision.signals if signal.detector != "repeat"} == {
+        "after each of the last 2 context condensations the agent made the same calls again (crm_get_account and enrich_company), with the same answers",
+        'enrich_company({"domain":"hollisfreight.com"}) was made after each of the last 2 context condensations, and its answer was the same each time',
+    }
+    # The lookup made a third time (step 8) is only the repeat detector's warning.
+    assert signals_at(report, 8) == {"repeat/interleaved_repeat"}
+
+
+def test_one_lap_redone_after_one_condensation_is_the_agent_finding_its_bearings(policy, tmp_path: Path) -> None:
+    assert first(replay(policy, tmp_path, _condensed_laps(2))) is None
+
+
+def test_a_lap_whose_reads_bring_news_each_time_is_no_redo(policy, tmp_path: Path) -> None:
+    steps = _condensed_laps(3)
+    # The account's state moves on each lap (another agent enriches it meanwhile).
+    for index, state in ((0, "queued"), (4, "running"), (8, "done")):
+        steps[index]["output"] = f'{{"id": "acc_5521", "name": "Hollis Freight", "enrichment": "{state}"}}'
+    steps[9]["output"] = '{"employees": 240, "industry": "Logistics", "hq": "Columbus, OH", "took_ms": 402}'
+    # (The third lap's lookup brought news: only the enrichment and the note are redone, and
+    # the enrichment's earlier answers were alike: the note is the second redone call.)
+    assert first(replay(policy, tmp_path, steps)) == (10, "stop")
+    steps[5]["output"] = '{"employees": 250, "industry": "Logistics", "hq": "Columbus, OH", "took_ms": 355}'
+    assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_an_agent_that_rereads_its_plan_after_each_condensation_and_goes_on_is_healthy(policy, tmp_path: Path) -> None:
+    plan = "1. acc_5521 Hollis Freight\n2. acc_5522 Brightlane\n3. acc_5523 Cedar Row\n4. acc_5524 Dunmore\n"
+    steps: list[dict[str, object]] = []
+    for lap, (account, domain) in enumerate([("acc_5521", "hollisfreight.com"), ("acc_5522", "brightlane.io"), ("acc_5523", "cedarrow.co"), ("acc_5524", "dunmore.com")]):
+        if lap:
+            steps.append(step(None, output=SUMMARY.format(n=lap), agent="harness"))
+        steps.append(step("read_file", {"path": "plan.md"}, plan))
+        steps.append(step("crm_get_account", {"account_id": account}, f'{{"id": "{account}", "domain": "{domain}", "enriched": false}}'))
+        steps.append(step("enrich_company", {"domain": domain}, f'{{"domain": "{domain}", "employees": {120 + 40 * lap}, "took_ms": 300}}'))
+        steps.append(step("crm_add_note", {"account_id": account, "body": f"Enriched {domain}"}, f"Note n_{7301 + lap} added to {account} (1 notes total)."))
+    assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_a_summary_handed_in_as_a_user_message_starts_a_lap_and_is_no_request() -> None:
+    # LangChain's SummarizationMiddleware hands the summary back as a human message.
+    summary = "Here is a summary of the conversation to date: the user wants the three accounts enriched; enrichment has started."
+    guard = Guard.from_policy("builtin:default")
+
+    def run(between: str) -> tuple[list[tuple[int, str]], set[str]]:
+        session = guard.session(run_id="run")
+        session.observe_user_message("Enrich the three accounts in the CRM.")
+        interventions, kinds, index = [], set(), 0
+        for lap in range(3):
+            if lap:
+                session.observe_user_message(between)
+            for entry in _lap(lap):
+                call = ToolCall(str(entry["tool"]), entry["args"])  # type: ignore[arg-type]
+                decision = session.before_call(call)
+                session.after_call(call, ToolResult(entry["output"]))
+                kinds |= {signal.kind for signal in decision.signals}
+                if decision.action.value not in ("continue", "warn"):
+                    interventions.append((index, decision.action.value))
+                index += 1
+        return interventions, kinds
+
+    # The second call of the third lap is stopped, as when a harness's agent says the summary.
+    interventions, kinds = run(summary)
+    assert interventions == [(7, "stop"), (8, "stop")]
+    assert "lap_redone" in kinds
+    # A user's message is a request: no lap starts (the same calls made again are judged as
+    # any calls made again, here as a cycle of three calls with the same answers).
+    interventions, kinds = run("Please run the enrichment for acc_5521 again.")
+    assert "lap_redone" not in kinds
+    assert interventions[0] == (5, "stop")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[Context summary #2] The user asked me to triage the Billing queue.", True),
+        ("CONDENSATION: earlier events (1-8) were removed from context. Summary: ...", True),
+        ("This session is being continued from a previous conversation that ran out of context.", True),
+        ("[Condensed history: LLMSummarizingCondenser, events 1-41 replaced] USER_CONTEXT: ...", True),
+        ("<condensed_history> Task: memo on the licence fees", True),
+        ("Context window at 94% (123647 tokens). Condensing 6 events into a summary.", True),
+        ("[Conversation trimmed to fit the context window: 12 earlier messages removed.]", True),
+        ("Here is a summary of the conversation to date: the user wants a refund.", True),
+        ("Please summarize the conversation with the customer.", False),
+        ("I removed the old messages from the queue.", False),
+        ("Final QoE summary v3 saved to the buyer folder.", False),
+        ("To summarize the plan: (1) hold the room, (2) send the invites.", False),
+        # Said late in an agent's report: no harness's note.
+        ("requests -> httpx migration complete: 9 modules, 57 call sites, full suite 97 passed, requests dropped; context was condensed twice", False),
+    ],
+)
+def test_a_context_summary_is_told_by_how_harnesses_open_it(text: str, expected: bool) -> None:
+    assert is_context_summary(text) is expected
