@@ -339,6 +339,10 @@ _CHANGES_FILES = re.compile(
     r"|\bgit\s+(?:apply|checkout|restore|reset|stash(?!\s+(?:list|show))|commit|merge|rebase|pull|am|cherry-pick|revert|switch)\b"
     r"|\b(?:black|isort|gofmt\s+-w|prettier\s+--write|ruff\s+(?:format|check\s+--fix)|autopep8\s+-i|clang-format\s+-i)\b"
     r"|-delete\b|\b(?:python3?|node|ruby|perl|bash|sh)\b[^|;&]*<<"
+    # Cluster and infrastructure commands that change what later reads of the cluster return.
+    r"|\b(?:kubectl|oc)\b[^|;&]*?\s(?:apply|create|delete|patch|replace|set|scale|label|annotate|edit|cordon|uncordon|drain|taint|expose|autoscale|rollout\s+(?:restart|undo|pause|resume))\b"
+    r"|\bhelm\s+(?:install|upgrade|uninstall|rollback)\b|\b(?:terraform|tofu)\s+(?:apply|destroy|import)\b"
+    r"|\bsystemctl\s+(?:restart|start|stop|reload|enable|disable)\b|\bdocker\s+(?:compose\s+up|restart|rm|run|stop|start)\b"
 )
 # Code that writes files, in a command's quoted script (python -c "open('f', 'w')...").
 _SCRIPT_WRITES = re.compile(r"\.write(?:_text|_bytes)?\(|\bopen\([^)]*['\"][wa]|\bfs\.write")

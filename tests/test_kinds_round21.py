@@ -131,3 +131,51 @@ def test_a_summary_handed_in_as_a_user_message_starts_a_lap_and_is_no_request() 
 )
 def test_a_context_summary_is_told_by_how_harnesses_open_it(text: str, expected: bool) -> None:
     assert is_context_summary(text) is expected
+
+
+@pytest.mark.parametrize(
+    ("command", "changes"),
+    [
+        ("kubectl -n payments set resources deploy/payments-api -c api --limits=memory=1Gi", True),
+        ("kubectl -n payments rollout restart deploy/payments-api", True),
+        ("kubectl -n payments scale deploy/payments-api --replicas=0 && sleep 5", True),
+        ("helm upgrade payments ./chart -f values.yaml", True),
+        ("terraform apply -auto-approve", True),
+        ("systemctl restart nginx", True),
+        ("kubectl -n payments logs deploy/payments-api --tail=5", False),
+        ("kubectl rollout status deploy/payments-api", False),
+        ("kubectl get configmap payments-config -o jsonpath='{.data}'", False),
+        ("terraform plan", False),
+        ("systemctl status nginx", False),
+    ],
+)
+def test_cluster_and_infrastructure_commands_that_change_state_are_writes(command: str, changes: bool) -> None:
+    from loopguard.tool_names import changes_state
+
+    assert changes_state("bash", {"command": command}) is changes
+
+
+def _logs(minute: int) -> str:
+    return (
+        f"2024-05-14T09:{minute:02d}:02.118Z INFO  payments-api v2.8.1 starting (pid=1)\n"
+        f"2024-05-14T09:{minute:02d}:02.201Z FATAL db init failed: pq: password authentication failed for user \"payments_app\"\n"
+        f"2024-05-14T09:{minute:02d}:02.233Z INFO  shutting down, exit status 1"
+    )
+
+
+def test_a_permanent_failure_seen_again_after_a_change_not_tried_before_gets_one_more_chance(policy, tmp_path: Path) -> None:
+    logs = {"command": "kubectl -n payments logs deploy/payments-api --tail=5"}
+    steps = [
+        step("bash", logs, _logs(11)),
+        step("bash", {"command": "kubectl -n payments set resources deploy/payments-api -c api --limits=memory=1Gi"}, "deployment.apps/payments-api resource requirements updated"),
+        step("bash", logs, _logs(12)),
+        step("bash", {"command": "kubectl -n payments rollout restart deploy/payments-api"}, "deployment.apps/payments-api restarted"),
+        step("bash", logs, _logs(14)),
+    ]
+    report = replay(policy, tmp_path, steps)
+    # The same refusal after the limits changed (step 2) is only a warning: the change might
+    # have been the fix. After another change, the third (step 4) is stopped before it runs.
+    assert signals_at(report, 2) == {"failure/repeated_failure_after_change"}
+    assert first(report) == (4, "stop")
+    # With nothing changed between, the second is stopped as before.
+    assert first(replay(policy, tmp_path, [steps[0], step("bash", {"command": "kubectl -n payments get pods"}, "NAME READY STATUS\npayments-api-7d9f 0/1 CrashLoopBackOff"), steps[2]])) == (2, "stop")

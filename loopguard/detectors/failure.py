@@ -192,8 +192,16 @@ class Failure:
         else:
             message = f"{describe(record)} failed {count} times with the same {failure_class} error: {_excerpt(observation.text)}"
         evidence = {"call": record.index, "failures": count, "class": failure_class}
-        if failure_class == "deterministic" and then is not None and memory.novel_results > then[0] and (
-            count <= self.config.attempts or (count <= self.config.attempts + FORGIVEN_AFTER_NEW_CHANGES and memory.new_changes > then[1])
+        if then is not None and (
+            (
+                failure_class == "deterministic"
+                and memory.novel_results > then[0]
+                and (count <= self.config.attempts or (count <= self.config.attempts + FORGIVEN_AFTER_NEW_CHANGES and memory.new_changes > then[1]))
+            )
+            # A permanent failure seen again after a change not tried before (a pod's logs still
+            # refusing its database password after its limits were changed) gets the one chance
+            # too: the change may have been the fix. Not for news alone: reads fix no password.
+            or (failure_class == PERMANENT and count <= self.config.attempts and memory.new_changes > then[1])
         ):
             # Something new happened between the failures: one more chance to show progress. Once
             # for news alone (the same failure after another change of the same kind shows the

@@ -1189,7 +1189,9 @@ def _check_tree(root: Node | None, problems: _Problems, source: str, profile: st
     if profile is not None and profile not in names:
         where = profiles_node.key_origin if profiles_node is not None and profiles_node.key_origin else root.origin
         known = f"known: {', '.join(names)}" if names else "this policy defines no profiles"
-        problems.add(where, codes.UNKNOWN_PROFILE, f"unknown profile '{profile}' ({known})", did_you_mean(profile, names))
+        # (A stale exported variable is hard to spot: say where the name may have come from.)
+        from_environment = f"; ${PROFILE_ENV} is set to it" if os.environ.get(PROFILE_ENV) == profile else ""
+        problems.add(where, codes.UNKNOWN_PROFILE, f"unknown profile '{profile}' ({known}{from_environment})", did_you_mean(profile, names))
     selected = list(overlays) if all_profiles else [profile] if profile in overlays else []
     for name in selected:
         trees[name] = _merge(root, overlays[name])
