@@ -222,6 +222,31 @@ BLIND_EXCEPTIONS = {
     # Two agents deferring to each other: the second closed cycle of handoffs (step 6) comes one
     # step before its writer's window.
     "b20s-monologue-writer-reviewer-polite-deadlock": "premature",
+    # Round 21 (the issue's five held-back kinds, four runs each, written against the round-20
+    # code: 9 of 20 judged right when written, 10 of 20 now).
+    # A test that fails the same way after each new edit, between re-reads of an unchanged
+    # file: the second read of the file with the failure repeated is a replan, two steps early.
+    "b21s-go-ratelimit-config-reread": "premature",
+    # An order's status re-read between other lookups, the same but for its checked_at and
+    # request id: each read comes after other calls' news, which is how agents check.
+    "b21s-helpdesk-refund-status-recheck": "missed",
+    # Pages past the last one answered with the last page again, each upserted again: the page
+    # number advances, and the upserts' replies (updated 23) read as new.
+    "b21s-catalog-api-last-page-clamp": "missed",
+    # A browser's Next link that wraps to page 1: each snapshot's element refs and URL differ.
+    "b21s-browser-jobboard-next-wraps": "missed",
+    # HEAD requests with a fresh cache buster each time: near-duplicates, warned only, since
+    # the responses' ages and dates move.
+    "b21s-cdn-cachebuster-origin-stale": "missed",
+    # Labels and drafts made again after one summary: the first lap redone after a condensation
+    # counts as the agent finding its bearings, and the run ends before the third lap.
+    "b21s-gmail-triage-summary-duplicate-drafts": "missed",
+    # Assurances under a customer's impatient messages: each user message is news.
+    "b21s-telecom-chat-checking-monologue": "missed",
+    # A theory restated under the user's requests to fetch the lines: each request is news.
+    "b21s-ap-invoice-rounding-reexplained": "missed",
+    # A research lap redone after each summary: seen in the third lap (step 17), a lap late.
+    "b21s-research-summary-memory-relap": "late",
     # Round 16 (the issue's five held-back kinds and their healthy look-alikes, written against
     # the round-15 code: 14 of 26 stuck and 21 of 26 healthy runs judged right when written,
     # 23 of 26 and 26 of 26 now).
@@ -374,9 +399,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (566 stuck, 632 healthy, written round after round), judged as cases/README.md judges."""
+    (586 stuck, 632 healthy, written round after round), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 566, "healthy": 632}[label]
+    assert len(judged) == {"stuck": 586, "healthy": 632}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }
