@@ -157,10 +157,7 @@ BLIND_EXCEPTIONS = {
     "b18s-research-verify-loop-burn": "missed",
     # Round 19 (the issue's five held-back kinds, four runs each, and their healthy
     # look-alikes, written against this session's code: 5 of 20 stuck and 19 of 20 healthy
-    # runs judged right when written, 8 of 20 and 19 of 20 after it, 7 of 20 and 19 of 20 now).
-    # A notes file rewritten as the work goes on, with a build run again after each module:
-    # the rewrites' contents are worded alike and acknowledged alike, read as a rewording.
-    "b19h-ios-swift6-compaction-resume": "false_alarm",
+    # runs judged right when written, 8 of 20 and 19 of 20 after it, 8 of 20 and 20 of 20 now).
     # The agent's fabricated "reduced from 50 to 10" brings a figure not said before, which
     # counts as work between handoffs (round 20: a negotiation's offers must); the commander's
     # challenges and a harness's reminder then never close the same cycle twice.
@@ -200,7 +197,7 @@ BLIND_EXCEPTIONS = {
     "b19s-dbt-plan-restatement": "late",
     # Round 20 (the issue's five held-back kinds, four runs each, and their healthy
     # look-alikes, written against the round-19 code: 8 of 20 stuck and 19 of 20 healthy runs
-    # judged right when written, 13 of 20 and 20 of 20 now).
+    # judged right when written, 14 of 20 and 20 of 20 now).
     # A pod's crash answered by a restart each lap: the restart is a shell command that writes
     # nothing the guard can see, and each lap's pod names and restart counts read as news, so
     # only the fourth lap's identical reads stop it.
@@ -223,7 +220,7 @@ BLIND_EXCEPTIONS = {
     # step before its writer's window.
     "b20s-monologue-writer-reviewer-polite-deadlock": "premature",
     # Round 21 (the issue's five held-back kinds, four runs each, written against the round-20
-    # code: 9 of 20 judged right when written, 10 of 20 now).
+    # code: 10 of 20 judged right when written, 11 of 20 now).
     # A test that fails the same way after each new edit, between re-reads of an unchanged
     # file: the second read of the file with the failure repeated is a replan, two steps early.
     "b21s-go-ratelimit-config-reread": "premature",

@@ -179,3 +179,16 @@ def test_a_permanent_failure_seen_again_after_a_change_not_tried_before_gets_one
     assert first(report) == (4, "stop")
     # With nothing changed between, the second is stopped as before.
     assert first(replay(policy, tmp_path, [steps[0], step("bash", {"command": "kubectl -n payments get pods"}, "NAME READY STATUS\npayments-api-7d9f 0/1 CrashLoopBackOff"), steps[2]])) == (2, "stop")
+
+
+def test_a_short_reply_that_names_a_long_path_still_only_acknowledges_the_write(policy, tmp_path: Path) -> None:
+    notes = "/Users/mika/src/trailhead-ios/Documentation/MIGRATION_NOTES.md"
+    steps = []
+    for module in ("NetworkingKit", "Persistence", "FeatureFeed", "FeatureProfile", "AppShell"):
+        steps.append(step("Edit", {"file_path": f"Packages/{module}/Sources/{module}/Client.swift", "old_string": "class", "new_string": "final class"}, "The file has been edited."))
+        steps.append(step("Bash", {"command": f"xcodebuild -scheme {module} SWIFT_VERSION=6 build"}, "** BUILD SUCCEEDED **"))
+        steps.append(step("Write", {"file_path": notes, "content": f"# Swift 6 migration\n- {module}: done\n"}, f"The file {notes} has been updated."))
+    # Each write brings other content: its acknowledgement, the same each time, is no stale
+    # answer (the reply is 89 characters, 27 once the path it echoes is set aside).
+    assert first(replay(policy, tmp_path, steps)) is None
+    assert not any(signal.detector == "no_progress" for entry in replay(policy, tmp_path, steps).decisions for signal in entry.decision.signals)

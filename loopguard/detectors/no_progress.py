@@ -15,6 +15,8 @@ streak of their own results together, whatever other calls came between them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..decisions import Signal
 from ..policy.schema import FailureDetector, NoProgressDetector
 from ..observations import NO_MATCH, REFUSED, Observation, is_acknowledgement, is_empty_data, is_final, is_pending, reports_failure, reports_no_change
@@ -203,8 +205,20 @@ def _acknowledges(record: CallRecord, observation: Observation) -> bool:
     state ("applied 1 edit" from ``edit_file`` on two files) that reports no failure."""
     text = observation.text
     return is_acknowledgement(text) or (
-        len(text) <= _REPLY_LIMIT and writes_by_name(record.signature.tool) and not reports_failure(text)
+        _reply_length(text, record.signature.arguments) <= _REPLY_LIMIT and writes_by_name(record.signature.tool) and not reports_failure(text)
     )
+
+
+def _reply_length(text: str, arguments: Any) -> int:
+    """A reply's length without what it echoes of the call's arguments: "The file
+    /Users/mika/src/app/MIGRATION_NOTES.md has been updated." is a short reply, however long
+    the path it names."""
+    if len(text) <= _REPLY_LIMIT or len(text) > 4 * _REPLY_LIMIT or type(arguments) is not dict:
+        return len(text)
+    for value in arguments.values():
+        if type(value) is str and 0 < len(value) <= 3 * _REPLY_LIMIT:
+            text = text.replace(value, "")
+    return len(text)
 
 
 def _group_noun(record: CallRecord) -> str:
