@@ -219,8 +219,9 @@ BLIND_EXCEPTIONS = {
     # Two agents deferring to each other: the second closed cycle of handoffs (step 6) comes one
     # step before its writer's window.
     "b20s-monologue-writer-reviewer-polite-deadlock": "premature",
-    # Round 21 (the issue's five held-back kinds, four runs each, written against the round-20
-    # code: 10 of 20 judged right when written, 11 of 20 now).
+    # Round 21 (the issue's five held-back kinds, four runs each, and their healthy look-alikes,
+    # written against the round-20 code: 10 of 20 stuck and 20 of 20 healthy runs judged right
+    # when written, 11 of 20 and 20 of 20 now).
     # A test that fails the same way after each new edit, between re-reads of an unchanged
     # file: the second read of the file with the failure repeated is a replan, two steps early.
     "b21s-go-ratelimit-config-reread": "premature",
@@ -396,9 +397,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (586 stuck, 632 healthy, written round after round), judged as cases/README.md judges."""
+    (586 stuck, 652 healthy, written round after round), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 586, "healthy": 632}[label]
+    assert len(judged) == {"stuck": 586, "healthy": 652}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }
