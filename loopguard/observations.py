@@ -731,12 +731,16 @@ _CONTENTION_ASCII = _ascii_twin(_CONTENTION)
 _CONTENTION_CODES = frozenset({None, 400, 409, 423, 500, 503})
 # What a harness says when it condensed the agent's context (see is_context_summary): a word
 # for the context near a word for what was done to it, either way round, or a condenser's own
-# names (OpenHands' "CondensationAction", "forgotten_events").
-_CONTEXT_WORDS = r"(?:context|conversation|history|chat|events?|messages|turns|memory)"
-_CONDENSED_WORDS = r"(?:summary|summari[sz]ed|condensed|condensing|compacted|compressed|trimmed|truncated)"
+# names (OpenHands' "CondensationAction", "forgotten_events"). A "conversation summary" or a
+# "summary of the conversation with the customer" is a report of a conversation, not of the
+# context: a conversation must be said condensed, or its summary be of it so far or of its
+# earlier turns.
+_CONDENSED_WORDS = r"(?:summari[sz]ed|condensed|condensing|compacted|compressed|trimmed|truncated)"
 _CONTEXT_SUMMARY = re.compile(
     # ("messages were removed" is a condensation; "removed the messages" is an agent's work)
-    rf"\b{_CONTEXT_WORDS}\b[^.\n]{{0,60}}?\b(?:{_CONDENSED_WORDS}|removed|replaced|forgotten|dropped)\b|\b{_CONDENSED_WORDS}\b[^.\n]{{0,60}}?\b{_CONTEXT_WORDS}\b"
+    rf"\b(?:context|history|memory|events?|messages|turns)\b[^.\n]{{0,60}}?\b(?:summary|{_CONDENSED_WORDS}|removed|replaced|forgotten|dropped)\b"
+    rf"|\b(?:conversation|chat)\b[^.\n]{{0,60}}?\b(?:{_CONDENSED_WORDS}|removed|replaced|dropped)\b"
+    rf"|\b(?:summary|{_CONDENSED_WORDS})\b[^.\n]{{0,60}}?\b(?:(?:earlier|previous|prior|older) (?:conversation|turns|messages|events|exchanges|context)|(?:conversation|context) (?:so far|to date)|context|history)\b"
     r"|\bcondensation|condensed_history|forgotten_event|ran out of context|\bcontext (?:limit|window) (?:reached|exceeded|at \d)"
 )
 # Context overflow is a failure of the step wherever it is said (the condensation-loop kind).

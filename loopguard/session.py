@@ -65,6 +65,8 @@ _DETECTOR_MESSAGES = {
 _NUDGE_COUNTER = re.compile(r"\d+\s*(?:/|of)\s*\d+|\d+(?=\s+(?:steps?|turns?|iterations?|attempts?|tries|calls?|messages?)\s+(?:left|remaining))")
 #: Words a user message needs to be a nudge when it is said again (see observe_user_message).
 NUDGE_WORDS = 10
+#: Words, at most, of a user's follow-up to announced work ("Did it go through? I don't see any email yet.").
+FOLLOW_UP_WORDS = 12
 
 
 def _text(value: Any, fallback: str = "?") -> str:
@@ -283,14 +285,21 @@ class Session:
             # and has not since: it is waiting for the agent to act, not for the next lesson.
             body = _NUDGE_COUNTER.sub("#", message_body(message)) if actions or len(message.split()) >= NUDGE_WORDS else ""
             repeated = bool(body) and body == self._user_message_body and actions == self._actions_at_user_message
+            # A short follow-up ("ok and?", "did it go through?", "hello??") to an agent that has
+            # used tools, announced work and not called a tool since, asks for what was announced:
+            # it brings no news either (the agent's announcements go on being judged together).
+            follow_up = 0 < actions == self._near_duplicate.announced_at and len(message.split()) <= FOLLOW_UP_WORDS
             self.user_message, self._user_message_body, self._actions_at_user_message = message, body, actions
             if is_context_summary(message):
                 # A harness's summary of the condensed context, handed in as a user message, asks
                 # for nothing new: the detectors go on, and a new lap starts (see Cycle.condensed).
                 self._cycle.condensed(self._memory, said_by_agent=False)
+                self._repeat.condensed()
                 return
-            if repeated:
+            if repeated or follow_up:
                 self._near_duplicate.user_message_repeated(actions)
+                if follow_up:
+                    self._cycle.news()  # (calls made again after it are still the user's asking)
                 return
             self._handoff.said(message)  # (figures the user gave are no agent's news)
             self._no_progress.reset_turn(self._memory)
@@ -427,7 +436,9 @@ class Session:
             policy = self._current_policy()
             text = _text(text)
             if is_context_summary(text):
-                self._cycle.condensed(self._memory, said_by_agent=True)  # (a harness's note that the context was condensed: a new lap)
+                # (A harness's note that the context was condensed: a new lap.)
+                self._cycle.condensed(self._memory, said_by_agent=True)
+                self._repeat.condensed()
             # Case, spacing, counters and times never make a message new ("Attempt 3: ...").
             body = message_body(text)
             agent = None if agent is None else _text(agent)

@@ -219,21 +219,66 @@ def operation_of(tool: str, arguments: Any) -> str:
     if command is None:
         return tool
     for stage in _STAGES.split(_unquoted(command[:500])):
-        words = stage.split()
-        index = 0
-        while index < len(words) and (_option_or_value(words, index) or words[index].isdigit() or words[index] in _WRAPPERS):
-            index += 1
-        if index == len(words) or words[index] in _SETUP_COMMANDS:
+        found = _program_and_words(stage)
+        if found is None:
             continue
-        program = words[index].rsplit("/", 1)[-1]
-        if program in _SUBCOMMAND_PROGRAMS:
-            # The first word after the program that is no option and no option's value
-            # (kubectl -n team-a describe, git -C repo diff, aws --region us-east-1 s3): its subcommand.
-            for position in range(index + 1, len(words)):
-                if not _option_or_value(words, position):
-                    return f"{tool}: {program} {words[position]}"
+        program, words = found
+        if program in _SUBCOMMAND_PROGRAMS and words:
+            return f"{tool}: {program} {words[0]}"
         return f"{tool}: {program}"
     return tool
+
+
+def _program_and_words(stage: str) -> tuple[str, list[str]] | None:
+    """The program one stage of a shell command runs, past wrappers and options, and the words
+    after it that are no options and no options' values (``kubectl -n team-a describe pod x``:
+    ``kubectl``, ``["describe", "pod", "x"]``); ``None`` for a stage that only sets up the
+    shell (``cd DIR``) or runs nothing."""
+    words = stage.split()
+    index = 0
+    while index < len(words) and (_option_or_value(words, index) or words[index].isdigit() or words[index] in _WRAPPERS):
+        index += 1
+    if index == len(words) or words[index] in _SETUP_COMMANDS:
+        return None
+    program = words[index].rsplit("/", 1)[-1]
+    return program, [words[position] for position in range(index + 1, len(words)) if not _option_or_value(words, position)]
+
+
+#: Subcommands of cluster and infrastructure tools that change what later reads return
+#: (a two-word entry: the subcommand and the word after it, ``rollout restart``).
+_CLUSTER_WRITES = {
+    "kubectl": frozenset(
+        "apply create delete patch replace set scale label annotate edit cordon uncordon drain taint expose autoscale "
+        "rollout:restart rollout:undo rollout:pause rollout:resume".split()
+    ),
+    "helm": frozenset("install upgrade uninstall rollback".split()),
+    "terraform": frozenset("apply destroy import".split()),
+    "systemctl": frozenset("restart start stop reload enable disable".split()),
+    "docker": frozenset("run rm restart stop start compose:up".split()),
+}
+_CLUSTER_WRITES["oc"], _CLUSTER_WRITES["tofu"], _CLUSTER_WRITES["podman"] = _CLUSTER_WRITES["kubectl"], _CLUSTER_WRITES["terraform"], _CLUSTER_WRITES["docker"]
+
+
+def _changes_cluster(command: str) -> bool:
+    """Whether a shell command runs a cluster or infrastructure tool's subcommand that changes
+    state (``kubectl -n payments set resources ...``, ``helm upgrade``, ``terraform apply``,
+    ``systemctl restart nginx``), read at the subcommand's place: ``kubectl get deploy
+    create-order-api`` or ``kubectl -n scale-0 get secret`` only read."""
+    if _CLUSTER_PROGRAMS.isdisjoint(_PROGRAM_WORD.findall(command)):
+        return False  # (most commands: no such program, no parse)
+    for stage in _STAGES.split(command):
+        found = _program_and_words(stage)
+        if found is None or found[0] not in _CLUSTER_WRITES or not found[1]:
+            continue
+        program, words = found
+        writes = _CLUSTER_WRITES[program]
+        if words[0] in writes or (len(words) > 1 and f"{words[0]}:{words[1]}" in writes):
+            return True
+    return False
+
+
+_CLUSTER_PROGRAMS = frozenset(_CLUSTER_WRITES)
+_PROGRAM_WORD = re.compile(r"[\w-]+")
 
 
 def _option_or_value(words: list[str], index: int) -> bool:
@@ -246,7 +291,13 @@ def _option_or_value(words: list[str], index: int) -> bool:
     before = words[index - 1] if index else ""
     if before[:1] != "-" or "=" in before:
         return False
-    return len(before) == 2 or not word.replace("-", "").isalpha()
+    return len(before) == 2 or before in _LONG_OPTIONS_WITH_VALUES or not word.replace("-", "").isalpha()
+
+
+#: Long options that always take a value, whatever it looks like (``--context prod``).
+_LONG_OPTIONS_WITH_VALUES = frozenset(
+    "--context --namespace --kubeconfig --cluster --user --region --profile --project --zone --chdir --file --filename".split()
+)
 
 
 #: Commands that only set up the shell for the command after them (cd DIR && make).
@@ -339,10 +390,6 @@ _CHANGES_FILES = re.compile(
     r"|\bgit\s+(?:apply|checkout|restore|reset|stash(?!\s+(?:list|show))|commit|merge|rebase|pull|am|cherry-pick|revert|switch)\b"
     r"|\b(?:black|isort|gofmt\s+-w|prettier\s+--write|ruff\s+(?:format|check\s+--fix)|autopep8\s+-i|clang-format\s+-i)\b"
     r"|-delete\b|\b(?:python3?|node|ruby|perl|bash|sh)\b[^|;&]*<<"
-    # Cluster and infrastructure commands that change what later reads of the cluster return.
-    r"|\b(?:kubectl|oc)\b[^|;&]*?\s(?:apply|create|delete|patch|replace|set|scale|label|annotate|edit|cordon|uncordon|drain|taint|expose|autoscale|rollout\s+(?:restart|undo|pause|resume))\b"
-    r"|\bhelm\s+(?:install|upgrade|uninstall|rollback)\b|\b(?:terraform|tofu)\s+(?:apply|destroy|import)\b"
-    r"|\bsystemctl\s+(?:restart|start|stop|reload|enable|disable)\b|\bdocker\s+(?:compose\s+up|restart|rm|run|stop|start)\b"
 )
 # Code that writes files, in a command's quoted script (python -c "open('f', 'w')...").
 _SCRIPT_WRITES = re.compile(r"\.write(?:_text|_bytes)?\(|\bopen\([^)]*['\"][wa]|\bfs\.write")
@@ -383,7 +430,8 @@ def changes_state(tool: str, arguments: Any) -> bool:
     if " " not in command.strip():  # an editor's own command word
         return not _EDITOR_WRITES.isdisjoint(split_name(command))
     command = command[:2000]
-    return _CHANGES_FILES.search(_unquoted(command)) is not None or _SCRIPT_WRITES.search(command) is not None
+    unquoted = _unquoted(command)
+    return _CHANGES_FILES.search(unquoted) is not None or _SCRIPT_WRITES.search(command) is not None or _changes_cluster(unquoted)
 
 
 @lru_cache(maxsize=4096)

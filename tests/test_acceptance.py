@@ -120,7 +120,7 @@ BLIND_EXCEPTIONS = {
     "b17s-poll-gpu-pod-never-schedules": "missed",
     # Round 18 (the issue's kinds and incident-report kinds, and their healthy look-alikes,
     # written against the round-17 code: 10 of 26 stuck and 24 of 26 healthy runs judged right
-    # when written, 15 of 26 and 26 of 26 now).
+    # when written, 16 of 26 and 26 of 26 now).
     # A permanent failure asked for again after something new came between (a listing that
     # shows the right name, another site fetched): stopped at its second identical
     # occurrence, as the issue asks (no later than the call after an identical failure's
@@ -133,9 +133,6 @@ BLIND_EXCEPTIONS = {
     # A second view inside ranges already read (70-130 after 1-80, 60-134 and 40-120): its
     # writer allowed one more.
     "b18s-coding-overlapping-rereads": "premature",
-    # Short "continue"s are news the first time, and the user's own complaint between is a new
-    # message: the announcements are read as a monologue from the second copy on (step 17).
-    "b18s-notebook-assistant-announces-no-exec": "late",
     # A snapshot at page=6, 7, 8 showing page 5's rows: the position it claims and a session
     # countdown change each time, so the page reads as new (and so does the click's reply).
     "b18s-browser-next-clamps-last-page": "missed",
@@ -183,12 +180,12 @@ BLIND_EXCEPTIONS = {
     # when the round is made again the second time.
     "b19s-procure-condense-recreate-po": "late",
     # Imports and index builds redone whole after each summary: the third lap is seen at its
-    # second redone call (step 17); the re-import before it (step 16) is a shell command not
+    # first redone change (step 18); the re-import before it (step 16) is a shell command not
     # known to write, and its timings read as a new answer.
     "b19s-gis-condense-reimport": "late",
-    # Promises answered by the user's own new messages ("go ahead", "did it go through?"): each
-    # is news, and the promises are worded anew.
-    "b19s-travel-promises-no-booking": "missed",
+    # Reports read again after each summary: a lap of reads alone is a redo at its third
+    # redone read (step 16), one step late (two re-reads are an agent finding its bearings).
+    "b19s-lms-read-condense-cycle": "late",
     # The agent's messages come on handoff steps (with a caller): such a step is read as control
     # passing, its text not as the agent's message.
     "b19s-payments-apology-loop": "missed",
@@ -221,7 +218,7 @@ BLIND_EXCEPTIONS = {
     "b20s-monologue-writer-reviewer-polite-deadlock": "premature",
     # Round 21 (the issue's five held-back kinds, four runs each, and their healthy look-alikes,
     # written against the round-20 code: 10 of 20 stuck and 20 of 20 healthy runs judged right
-    # when written, 11 of 20 and 20 of 20 now).
+    # when written, 12 of 20 and 20 of 20 now).
     # A test that fails the same way after each new edit, between re-reads of an unchanged
     # file: the second read of the file with the failure repeated is a replan, two steps early.
     "b21s-go-ratelimit-config-reread": "premature",
@@ -239,8 +236,6 @@ BLIND_EXCEPTIONS = {
     # Labels and drafts made again after one summary: the first lap redone after a condensation
     # counts as the agent finding its bearings, and the run ends before the third lap.
     "b21s-gmail-triage-summary-duplicate-drafts": "missed",
-    # Assurances under a customer's impatient messages: each user message is news.
-    "b21s-telecom-chat-checking-monologue": "missed",
     # A theory restated under the user's requests to fetch the lines: each request is news.
     "b21s-ap-invoice-rounding-reexplained": "missed",
     # A research lap redone after each summary: seen in the third lap (step 17), a lap late.

@@ -35,16 +35,32 @@ def _condensed_laps(laps: int, summary: str = SUMMARY, agent: str = "harness") -
 
 def test_a_lap_with_a_write_redone_after_each_of_two_condensations_is_stopped(policy, tmp_path: Path) -> None:
     report = replay(policy, tmp_path, _condensed_laps(3))
-    # Steps 0-2, summary 3, steps 4-6, summary 7, then the third lap: its lookup (step 8) is the
-    # first call made a third time, the enrichment (step 9) the second.
-    assert first(report) == (9, "stop")
-    (decision,) = [entry.decision for entry in report.decisions if entry.step == 9 and entry.decision.phase == "before_call"]
-    assert {signal.message for signal in decision.signals if signal.detector != "repeat"} == {
-        "after each of the last 2 context condensations the agent made the same calls again (crm_get_account and enrich_company), with the same answers",
-        'enrich_company({"domain":"hollisfreight.com"}) was made after each of the last 2 context condensations, and its answer was the same each time',
+    # Steps 0-2, summary 3, steps 4-6, summary 7, then the third lap: its note (step 10), the
+    # change made again after the lookup and the enrichment made again, is a lap redone.
+    assert first(report) == (10, "stop")
+    (decision,) = [entry.decision for entry in report.decisions if entry.step == 10 and entry.decision.phase == "before_call"]
+    assert decision.action.value == "stop"
+    assert {signal.message for signal in decision.signals} == {
+        "after each of the last 2 context condensations the agent made the same calls again (crm_get_account, enrich_company and crm_add_note): the work is done again",
+        "enrich_company returned what it had returned before; the last 2 results brought nothing new",
     }
-    # The lookup made a third time (step 8) is only the repeat detector's warning.
-    assert signals_at(report, 8) == {"repeat/interleaved_repeat"}
+    # Without the condensations the same calls are no laps.
+    plain = [entry for entry in _condensed_laps(3) if "tool" in entry]
+    assert not any(signal.kind == "lap_redone" for entry in replay(policy, tmp_path, plain).decisions for signal in entry.decision.signals)
+
+
+def test_an_agent_that_rereads_its_guidance_after_each_condensation_and_goes_on_is_healthy(policy, tmp_path: Path) -> None:
+    # Harnesses tell agents to re-read their guidance files after a compaction: two unchanged
+    # reads, then new work, each lap.
+    steps: list[dict[str, object]] = []
+    for lap, module in enumerate(["billing", "accounts", "invoices", "refunds"]):
+        if lap:
+            steps.append(step(None, output=SUMMARY.format(n=lap), agent="harness"))
+        steps.append(step("read_file", {"path": "AGENTS.md"}, "# Agents\nRun `make check` before each commit. Keep handlers small."))
+        steps.append(step("read_file", {"path": "docs/style.md"}, "# Style\nErrors are problem+json; ids are UUIDs."))
+        steps.append(step("edit_file", {"path": f"api/{module}.py", "old": "raise ValueError", "new": "raise ProblemError"}, f"Edited api/{module}.py"))
+        steps.append(step("bash", {"command": f"pytest tests/test_{module}.py -q"}, f"{12 + lap} passed in 0.{lap + 3}s"))
+    assert first(replay(policy, tmp_path, steps)) is None
 
 
 def test_one_lap_redone_after_one_condensation_is_the_agent_finding_its_bearings(policy, tmp_path: Path) -> None:
@@ -99,9 +115,10 @@ def test_a_summary_handed_in_as_a_user_message_starts_a_lap_and_is_no_request() 
                 index += 1
         return interventions, kinds
 
-    # The second call of the third lap is stopped, as when a harness's agent says the summary.
+    # The third lap's note, the change made again, is stopped, as when a harness's agent says
+    # the summary.
     interventions, kinds = run(summary)
-    assert interventions == [(7, "stop"), (8, "stop")]
+    assert interventions == [(8, "stop")]
     assert "lap_redone" in kinds
     # A user's message is a request: no lap starts (the same calls made again are judged as
     # any calls made again, here as a cycle of three calls with the same answers).
@@ -192,3 +209,103 @@ def test_a_short_reply_that_names_a_long_path_still_only_acknowledges_the_write(
     # answer (the reply is 89 characters, 27 once the path it echoes is set aside).
     assert first(replay(policy, tmp_path, steps)) is None
     assert not any(signal.detector == "no_progress" for entry in replay(policy, tmp_path, steps).decisions for signal in entry.decision.signals)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "kubectl get deploy create-order-api",
+        "kubectl -n scale-0 get secret db-creds -o yaml",
+        "kubectl describe node drain-pool-1",
+        "kubectl auth can-i create pods",
+        "docker compose ps",
+    ],
+)
+def test_a_cluster_command_is_read_at_its_subcommand(command: str) -> None:
+    from loopguard.tool_names import changes_state
+
+    # (A resource or namespace named like a subcommand changes nothing.)
+    assert changes_state("bash", {"command": command}) is False
+    assert changes_state("bash", {"command": "kubectl --context prod -n payments rollout restart deploy/payments-api"}) is True
+
+
+def test_a_permanent_failure_after_a_change_to_something_else_gets_no_grace(policy, tmp_path: Path) -> None:
+    charge = {"amount": 4200, "currency": "eur", "customer": "cus_88120"}
+    refused = '{"error": {"type": "invalid_request_error", "message": "Invalid API Key provided: sk_live_****3xQ1"}, "status": 401}'
+    steps = [
+        step("stripe_create_charge", charge, refused),
+        step("bash", {"command": "kubectl -n payments annotate deploy/payments-api debug-attempt=1 --overwrite"}, "deployment.apps/payments-api annotated"),
+        step("stripe_create_charge", charge, refused),
+    ]
+    # The annotation touches nothing the charge names: the second 401 is stopped as it came.
+    assert first(replay(policy, tmp_path, steps)) == (2, "stop")
+
+
+def test_a_summary_said_as_a_system_message_in_a_chat_trace_starts_a_lap(policy, tmp_path: Path) -> None:
+    import json
+
+    from loopguard.traces import replay_file
+
+    def call(index: int, name: str, arguments: dict[str, object], output: str) -> list[dict[str, object]]:
+        return [
+            {"role": "assistant", "content": None, "tool_calls": [{"id": f"c{index}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]},
+            {"role": "tool", "tool_call_id": f"c{index}", "content": output},
+        ]
+
+    messages: list[dict[str, object]] = [{"role": "system", "content": "You are a CRM assistant."}, {"role": "user", "content": "Enrich account acc_5521."}]
+    index = 0
+    for lap in range(3):
+        if lap:
+            messages.append({"role": "system", "content": SUMMARY.format(n=lap)})
+        for entry in _lap(lap):
+            messages += call(index, str(entry["tool"]), entry["args"], str(entry["output"]))  # type: ignore[arg-type]
+            index += 1
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"messages": messages}), encoding="utf-8")
+    (report,) = replay_file(policy, path)
+    # Steps count tool calls in a chat trace: the third lap's note is call 8.
+    assert report.first_intervention is not None and (report.first_intervention.step, report.first_intervention.action.value) == (8, "stop")
+    assert any(signal.kind == "lap_redone" for entry in report.decisions for signal in entry.decision.signals)
+    # The opening system prompt is no condensation: with it alone, no lap is seen.
+    plain = [message for message in messages if message["role"] != "system" or message["content"] == "You are a CRM assistant."]
+    path.write_text(json.dumps({"messages": plain}), encoding="utf-8")
+    (report,) = replay_file(policy, path)
+    assert not any(signal.kind == "lap_redone" for entry in report.decisions for signal in entry.decision.signals)
+
+
+def _support_chat(replies: list[str], follow_ups: list[str]) -> list[dict[str, object]]:
+    steps: list[dict[str, object]] = [
+        step(None, output="My parcel 4471-XK was due yesterday and the tracking page says nothing.", agent="user"),
+        step("get_shipment", {"tracking": "4471-XK"}, '{"tracking": "4471-XK", "status": "exception", "reason": "address_unreadable", "depot": "Leeds"}'),
+    ]
+    for reply, follow_up in zip(replies, follow_ups + [""]):
+        steps.append(step(None, output=reply, agent="care_bot"))
+        if follow_up:
+            steps.append(step(None, output=follow_up, agent="user"))
+    return steps
+
+
+def test_work_announced_again_under_a_users_short_follow_ups_and_never_done_is_a_replan(policy, tmp_path: Path) -> None:
+    replies = [
+        "Thanks for waiting! I'm checking with the Leeds depot now.",
+        "I'm still checking with the depot about your parcel.",
+        "Sorry for the delay, I'm looking into the depot's scan records for your parcel now.",
+        "I'm just checking the depot records once more and will update you shortly.",
+    ]
+    report = replay(policy, tmp_path, _support_chat(replies, ["ok and?", "hello??", "is it lost or not?"]))
+    # The follow-ups ask for what was announced: they bring no news, and the fourth
+    # announcement (step 8), the third that says it again, is the agent talking instead of acting.
+    assert first(report) == (8, "replan")
+    assert signals_at(report, 8) == {"near_duplicate/reworded_message", "no_progress/reworded_message"}
+    # The agent acting on the follow-up (a tool call) ends the announcing.
+    acted = _support_chat(replies[:1], ["ok and?"]) + [step("reschedule_delivery", {"tracking": "4471-XK", "address": "12 Ash Grove, Leeds LS6 2QT"}, '{"rescheduled": "2024-06-05"}')]
+    acted += [step(None, output="Done: your parcel is rescheduled for 5 June to 12 Ash Grove.", agent="care_bot"), step(None, output="thanks!", agent="user")]
+    assert first(replay(policy, tmp_path, acted)) is None
+
+
+def test_a_tutor_without_tools_answering_short_replies_is_no_follow_up(policy, tmp_path: Path) -> None:
+    steps: list[dict[str, object]] = [step(None, output="Teach me the chain rule with examples.", agent="user")]
+    for number, (inner, outer) in enumerate([("3x+1", "sin"), ("x^2", "exp"), ("5x", "ln"), ("2x-7", "cos")]):
+        steps.append(step(None, output=f"Let me show you example {number + 1}: d/dx {outer}({inner}). I'm checking each step with you: first differentiate {outer}, then multiply by d/dx({inner}).", agent="tutor"))
+        steps.append(step(None, output="ok next", agent="user"))
+    assert first(replay(policy, tmp_path, steps)) is None

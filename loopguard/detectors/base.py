@@ -129,8 +129,8 @@ class SignatureStats:
         identical_pending: consecutive identical pending observations.
         polling: the latest result repeated a pending state within the poll patience.
         failures: error shape -> identical failures in a row (``None`` until the first failure).
-        novel_at_failure: error shape -> the run's novel-result and new-change counts at its
-            last failure.
+        novel_at_failure: error shape -> the run's novel-result, new-change and state-change
+            counts at its last failure.
         arguments_shape: what near_duplicate read from the arguments (``None`` until it has
             read them; they never change for one signature, so repeated calls are read once).
         description: the call as messages show it (see :func:`describe`; ``None`` until needed).
@@ -177,7 +177,7 @@ class SignatureStats:
         self.polling = False
         # Most signatures never fail: their failure tables are built on the first failure.
         self.failures: dict[int, int] | None = None
-        self.novel_at_failure: dict[int, int] | None = None
+        self.novel_at_failure: dict[int, tuple[int, int, int]] | None = None
         self.arguments_shape: Any = None
         self.description: str | None = None
         self.stale_results = 0

@@ -14,6 +14,7 @@ from collections import deque
 
 from ..decisions import Signal
 from ..policy.schema import CycleDetector
+from ..observations import reports_no_change
 from .base import BoundedMap, CallRecord, RunMemory
 
 
@@ -37,6 +38,7 @@ class Cycle:
         self._lap = 0
         self._laps_made: BoundedMap[int, tuple[int, int]] | None = None
         self._redone: list[str] = []
+        self._redone_changes = 0  # how many of them changed state
         self.reconfigure(config)
 
     def reconfigure(self, config: CycleDetector) -> None:
@@ -128,6 +130,7 @@ class Cycle:
             self.pending = self._pending_in_laps  # type: ignore[method-assign]  # (runs never condensed pay nothing)
         self._lap += 1
         self._redone = []
+        self._redone_changes = 0
         if not said_by_agent:
             # The condensation parts the window's calls, as the summary does when an agent's
             # message says it: a lap made again across it is judged the same either way.
@@ -140,10 +143,12 @@ class Cycle:
         return signal if signal is not None else redone
 
     def _made_in_lap(self, record: CallRecord, memory: RunMemory) -> Signal | None:
-        """Note the call in the current lap; the signal once :data:`REDONE_CALLS` calls of this
-        lap were each made in the two laps before it: changes made again, and reads whose
-        latest answer was the same as the one before (a read whose answer moved on brought
-        news: a status that changed)."""
+        """Note the call in the current lap; the signal once calls of this lap were each made in
+        the two laps before it: changes made again, and reads whose latest answer was the same
+        as the one before (a read whose answer moved on brought news: a status that changed).
+        :data:`REDONE_CALLS` of them with a change among them, or :data:`REDONE_READS` reads: an
+        agent that re-reads its two guidance files after each condensation, then goes on with
+        new changes, finds its bearings (harnesses tell agents to)."""
         laps_made = self._laps_made
         assert laps_made is not None
         key, lap = record.signature.key, self._lap
@@ -153,8 +158,12 @@ class Cycle:
         laps_made.put(key, (lap, -1 if made is None else made[0]))
         if made is None or made[0] != lap - 1 or made[1] < 0 or not self._active or (not record.stats.acts and _advancing(memory, key)):
             return None
+        stats = record.stats
+        # (A change made again that said it changed nothing, "Already up to date", is a read.)
+        acts = bool(stats.acts) and stats.last is not None and not reports_no_change(stats.last.text, record.signature.arguments)
         self._redone.append(record.signature.tool)
-        if len(self._redone) < REDONE_CALLS:
+        self._redone_changes += acts
+        if len(self._redone) < (REDONE_CALLS if self._redone_changes else REDONE_READS):
             return None
         record.redone = len(self._redone)
         *others, latest = dict.fromkeys(self._redone)
@@ -163,7 +172,7 @@ class Cycle:
             detector=self.name,
             kind="lap_redone",
             score=self.config.weight,
-            message=f"after each of the last 2 context condensations the agent made the same calls again ({tools}), with the same answers",
+            message=f"after each of the last 2 context condensations the agent made the same calls again ({tools}): the work is done again",
             evidence={"call": record.index, "laps": 3, "calls": len(self._redone)},
         )
 
@@ -210,9 +219,12 @@ class Cycle:
 #: Calls in a row, each made again at one lag, that make a replayed sequence.
 REPLAYED_CALLS = 5
 
-#: Calls of one lap between context condensations, each made in the two laps before it with the
-#: same answers, that make the lap a redo (one call made again is the agent finding its bearings).
+#: Calls of one lap between context condensations, each made in the two laps before it, with a
+#: change made again among them, that make the lap a redo (one call made again is the agent
+#: finding its bearings).
 REDONE_CALLS = 2
+#: The same when none of them changed state: reads alone.
+REDONE_READS = 3
 
 #: The key a condensation takes in the window of calls (no signature's: those are hashes of text).
 _CONDENSATION = -1

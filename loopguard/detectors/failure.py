@@ -157,7 +157,7 @@ class Failure:
             failures.pop(next(iter(failures)))
         failures[shape] = count
         then = novel_at_failure.get(shape)
-        novel_at_failure[shape] = (memory.novel_results, memory.new_changes)
+        novel_at_failure[shape] = (memory.novel_results, memory.new_changes, memory.state_changes)
         if not self.config.enabled:
             return None
         failure_class = observation.failure_class or "deterministic"
@@ -198,10 +198,12 @@ class Failure:
                 and memory.novel_results > then[0]
                 and (count <= self.config.attempts or (count <= self.config.attempts + FORGIVEN_AFTER_NEW_CHANGES and memory.new_changes > then[1]))
             )
-            # A permanent failure seen again after a change not tried before (a pod's logs still
-            # refusing its database password after its limits were changed) gets the one chance
-            # too: the change may have been the fix. Not for news alone: reads fix no password.
-            or (failure_class == PERMANENT and count <= self.config.attempts and memory.new_changes > then[1])
+            # A permanent failure seen again after a change not tried before to what the call
+            # names (a pod's logs still refusing its database password after the pod's limits
+            # were changed) gets the one chance too: the change may have been the fix. Not for
+            # news alone (reads fix no password), nor for a change to something else (an
+            # annotation on a deployment does not fix a payment API's key).
+            or (failure_class == PERMANENT and count <= self.config.attempts and memory.new_changes > then[1] and memory.changes_for(record) > then[2])
         ):
             # Something new happened between the failures: one more chance to show progress. Once
             # for news alone (the same failure after another change of the same kind shows the

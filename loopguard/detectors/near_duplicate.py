@@ -1175,7 +1175,10 @@ _ACTIONS_UNDER_WAY = r"placing|executing|calling|submitting|sending|booking|laun
 _ANNOUNCES = re.compile(
     r"\b(?:i['’]ll|i will|i am going to|i['’]m going to|let me|next,? i|now i|proceeding|i['’]m starting|"
     r"starting with|beginning with|kicking off|i['’]ll now|will now|i['’]m about to|now (?:" + _ACTIONS_UNDER_WAY + r")"
-    r"|(?:i['’]m|i am) (?:now )?(?:running|" + _ACTIONS_UNDER_WAY + r")|(?:i['’]m|i am) now \w+ing)\b"
+    r"|(?:i['’]m|i am) (?:now )?(?:running|" + _ACTIONS_UNDER_WAY + r")|(?:i['’]m|i am) now \w+ing"
+    # Work said to be under way in the first person, the stalling replies of a chat agent
+    # ("I'm just looking into whether ...", "I'm still checking for known faults").
+    r"|(?:i['’]m|i am) (?:just |still |currently )?(?:checking|looking into|reviewing|investigating|verifying|finali[sz]ing|processing|retrieving|pulling up|generating|preparing))\b"
     r"|^\W*(?:starting|running|" + _ACTIONS_UNDER_WAY + r")\b"
     # Any verb under way said to be under way now: "Checking the logs now.", "Now checking the logs."
     r"|^\W*\w+ing\b[^.!?\n]{0,80}\bnow\b|^\W*now,? \w+ing\b"
@@ -1309,6 +1312,9 @@ class NearDuplicate:
         # Copies in a row of the user's latest message with no tool call between, and the tool
         # calls (but to a scratchpad) made before the latest copy (see user_message_repeated).
         self._user_copies, self._actions_at_user_message = 0, -1
+        # The tool calls (but to a scratchpad) made before the agent's latest message that
+        # announced work ("I'm checking the network in your area now"), or -1 (see announced_at).
+        self._announced_at = -1
         # Each tool's latest call (its output arrives on the record), to tell a cursor followed,
         # and the digests of the pages that tools reached by cursors returned.
         self._previous: dict[str, CallRecord] = {}
@@ -1411,6 +1417,8 @@ class NearDuplicate:
         speaker = (tool, record.index - self._thoughts)
         said.in_a_row = said.in_a_row + 1 if self._last_speaker == speaker else 1
         self._last_speaker = speaker
+        if _announces(text):
+            self._announced_at = speaker[1]
         words = _message_words(text)
         subjects = None  # (read only when a rewording is in question: a scan of the message)
         if len(words) >= MESSAGE_WORDS:
@@ -1843,6 +1851,13 @@ class NearDuplicate:
         self._user_copies = 1
         self._thought_texts.clear()
         self._user_message = message
+
+    @property
+    def announced_at(self) -> int:
+        """The tool calls (but to a scratchpad) made before the agent's latest message that
+        announced work, or -1: equal to the calls made so far, the agent has announced work
+        and not called a tool since."""
+        return self._announced_at
 
     @property
     def thoughts(self) -> int:

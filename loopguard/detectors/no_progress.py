@@ -266,7 +266,7 @@ class NoProgress:
                 detector=self.name,
                 kind="same_answer_each_lap",
                 score=self.config.weight,
-                message=f"{describe(record)} was made after each of the last 2 context condensations, and its answer was the same each time",
+                message=f"{describe(record)} was made after each of the last 2 context condensations, as before them",
                 evidence={"call": record.index, "stale_results": 2},
             )
         if stats.stale_results < self.patience:

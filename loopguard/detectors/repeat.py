@@ -34,6 +34,14 @@ class Repeat:
         while len(self._window) > config.window:
             self._evict()
 
+    def condensed(self) -> None:
+        """The agent's context was condensed: calls made before it are forgotten here. An agent
+        that re-reads its guidance once after each condensation repeats nothing it remembers;
+        a lap redone whole is the cycle detector's to judge (see ``Cycle.condensed``)."""
+        self._window.clear()
+        self._counts.clear()
+        self._last, self._run_length = None, 0
+
     def _evict(self) -> None:
         old = self._window.popleft()
         counts = self._counts

@@ -1,6 +1,7 @@
 """OpenAI chat messages (as tau-bench and most tool-calling agents record them).
 
-* ``system`` and ``developer`` messages are skipped.
+* ``system`` and ``developer`` messages are skipped, but for a harness's note that it
+  condensed the context ("[Context summary #2] ..."): an agent message of that role.
 * ``user`` starts a new turn.
 * ``assistant`` with ``tool_calls`` issues its calls: one call is a plain tool call,
   two or more are a :class:`~loopguard.traces.model.Batch`. Arguments are kept as
@@ -21,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from loopguard.calls import ToolCall, ToolResult
+from loopguard.observations import is_context_summary
 from loopguard.traces.model import (
     AgentMessage,
     Batch,
@@ -114,6 +116,11 @@ def parse_messages(run: TraceRun, messages: Any) -> TraceRun:
         if not isinstance(role, str):
             raise MalformedTrace(location, f"'role' must be a string, got {type_name(role)}")
         if role in SKIPPED_ROLES:
+            text = message_text(message.get("content"))
+            if is_context_summary(text):
+                # A harness's note that it condensed the context, said as a system message
+                # mid-run: the guard judges the laps it parts (see Cycle.condensed).
+                items.append(AgentMessage(agent=role, text=text, step=max(calls - 1, 0)))
             continue
         if role == "user":
             items.append(UserMessage(text=message_text(message.get("content")), step=max(calls - 1, 0)))
