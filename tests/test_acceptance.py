@@ -635,6 +635,31 @@ def test_review_cases(policy) -> None:
         # Templates recreated with fresh ids that the agent's own answers name: each is another
         # item, and the failures name each anew.
         "br20-s-sendgrid-recreate-no-list": "missed",
+        # Round 21's break-it review (laps after condensations, cluster writes, the permanent
+        # failure's grace): 10 of 18 right as written, 13 now.
+        "br21-h1-reread-two-static-files-each-lap": "ok",
+        "br21-h1b-reread-static-files-user-summaries": "ok",
+        # Runbook and policy re-read each hour between new alerts, no condensation: two
+        # unchanged reads in a row, the runbook's third in 12 calls (older than this session).
+        "br21-h2-hourly-report-summary-of-events": "false_alarm",
+        # The same email sent again each time the user asks: a cycle of two with the same
+        # answers (older than this session).
+        "br21-h3-user-asks-redo-with-summary-wording": "false_alarm",
+        "br21-h3b-summary-of-requirements": "false_alarm",
+        "br21-h4-kubectl-read-polling-verb-names": "ok",
+        "br21-h4b-kubectl-readonly-diagnosis": "ok",
+        "br21-s1-401-with-cosmetic-changes": "ok",
+        "br21-s1b-auth-failure-with-reads": "ok",
+        "br21-s1c-control-auth-failure-reads-prod": "ok",
+        "br21-s2-condensation-loop-reworded": "ok",
+        "br21-s3-codex-compaction-user-role": "ok",
+        "br21-s4-chat-user-summary-loop": "ok",
+        "br21-s5-chat-system-summary-loop": "ok",
+        "br21-s6-summary-after-long-preamble": "ok",
+        # Thirty harness notes in a row read as the harness's monologue (older than this session).
+        "br21-c1-odd-messages": "false_alarm",
+        "br21-h5-sync-each-lap-then-new-work": "ok",
+        "br21-h6-user-requests-recheck-summary-wording": "false_alarm",
     }
 
 
