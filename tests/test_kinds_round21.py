@@ -309,3 +309,31 @@ def test_a_tutor_without_tools_answering_short_replies_is_no_follow_up(policy, t
         steps.append(step(None, output=f"Let me show you example {number + 1}: d/dx {outer}({inner}). I'm checking each step with you: first differentiate {outer}, then multiply by d/dx({inner}).", agent="tutor"))
         steps.append(step(None, output="ok next", agent="user"))
     assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_a_status_read_again_between_lookups_the_same_but_for_when_it_was_checked_is_no_news(policy, tmp_path: Path) -> None:
+    def status(checked: str, request: str) -> str:
+        return (
+            '{"order_id": "100-4471-88", "status": "refund_pending", "refund": {"id": "re_3PGx8sLk2vT9qQ1b", "processor_state": "awaiting_bank_confirmation"}, '
+            f'"checked_at": "2024-05-14T13:{checked}Z", "request_id": "req_{request}"}}'
+        )
+
+    lookups = [
+        step("kb_search", {"query": "refund timeline SEPA"}, '{"results": [{"id": "kb-1182", "title": "How long do refunds take?"}]}'),
+        step("crm_get_customer", {"email": "ilse@example.org"}, '{"customer_id": "cus_88120", "tier": "member"}'),
+        step("macros_list", {"category": "refunds"}, '{"macros": [{"id": 3301, "title": "Refund issued"}]}'),
+    ]
+    steps = []
+    for index, (checked, request) in enumerate([("40:02", "mf266qv9ocdwer"), ("40:33", "0kg9rprchvbu07"), ("41:00", "p71dytsn0ppwre"), ("41:29", "x8k2mq0a7zt1vb")]):
+        steps.append(step("orders_get_status", {"order_id": "100-4471-88"}, status(checked, request)))
+        if index < len(lookups):
+            steps.append(lookups[index])
+    # The third read (step 4), the same status but for when it was checked and the request id,
+    # is a repeat; its answer the same again, the fourth (step 6) is stopped.
+    report = replay(policy, tmp_path, steps)
+    assert signals_at(report, 4) >= {"repeat/interleaved_repeat"}
+    assert first(report) == (6, "stop")
+    # A bank confirmation that moves on between the same reads is news.
+    for index, state in zip((0, 2, 4, 6), ("awaiting_bank_confirmation", "bank_confirmed", "settling", "settled")):
+        steps[index]["output"] = str(steps[index]["output"]).replace("awaiting_bank_confirmation", state)
+    assert first(replay(policy, tmp_path, steps)) is None

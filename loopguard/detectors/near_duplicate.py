@@ -2121,11 +2121,14 @@ _ANSWER_FIELD = re.compile(r"""(["'])([a-z_][\w.-]{0,60})\1\s*:\s*(?:"[^"\n]{0,2
 _GENERATED = re.compile(
     r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b(?=[0-9a-f]{0,200}\d)(?=[0-9a-f]{0,200}[a-f])[0-9a-f]{12,}\b"
 )
-#: Words of a field's name that say it stamps when the response was made ("created_at",
-#: "served_at", "generated_at", "server_time", "retrieved_at"), with a word for a time: its
-#: time, to the millisecond, is no answer (an item's "created_at" to the second is data).
-_STAMP_TIME_WORDS = frozenset({"created", "generated", "served", "retrieved", "fetched", "server", "responded", "requested", "processed"})
+#: Words of a field's name that may say it stamps when the response was made ("created_at",
+#: "generated_at", "server_time"), with a word for a time: its time, to the millisecond, is no
+#: answer (an item's "created_at" to the second is data).
+_STAMP_TIME_WORDS = frozenset({"created", "generated", "server", "requested", "processed"})
 _TIME_WORDS = frozenset({"at", "time", "timestamp", "ts"})
+#: The same for words that only a response's own time has ("checked_at", "queried_at",
+#: "polled_at", "fetched_at"): to whatever precision, no item is checked or fetched then.
+_RESPONSE_TIME_WORDS = frozenset({"checked", "queried", "polled", "fetched", "served", "retrieved", "responded"})
 _SUBSECOND = re.compile(r"\d\d:\d\d:\d\d[.,]\d")
 
 
@@ -2197,8 +2200,12 @@ def _unless_stamp(field: re.Match[str]) -> str:
     if _is_stamp(key) or names_duration(key):
         return ""
     words = split_name(key)
-    if not _STAMP_TIME_WORDS.isdisjoint(words) and not _TIME_WORDS.isdisjoint(words) and _SUBSECOND.search(field[0]):
+    if not _TIME_WORDS.isdisjoint(words) and (
+        not _RESPONSE_TIME_WORDS.isdisjoint(words) or (not _STAMP_TIME_WORDS.isdisjoint(words) and _SUBSECOND.search(field[0]))
+    ):
         return ""
+    if words == ["as", "of"]:
+        return ""  # ("as_of": when the answer was read, to whatever precision)
     if _says_limit_used(key, field[0]):
         return ""
     return field[0]
