@@ -218,13 +218,10 @@ BLIND_EXCEPTIONS = {
     "b20s-monologue-writer-reviewer-polite-deadlock": "premature",
     # Round 21 (the issue's five held-back kinds, four runs each, and their healthy look-alikes,
     # written against the round-20 code: 10 of 20 stuck and 20 of 20 healthy runs judged right
-    # when written, 13 of 20 and 20 of 20 now).
+    # when written, 14 of 20 and 20 of 20 now).
     # A test that fails the same way after each new edit, between re-reads of an unchanged
     # file: the second read of the file with the failure repeated is a replan, two steps early.
     "b21s-go-ratelimit-config-reread": "premature",
-    # Pages past the last one answered with the last page again, each upserted again: the page
-    # number advances, and the upserts' replies (updated 23) read as new.
-    "b21s-catalog-api-last-page-clamp": "missed",
     # A browser's Next link that wraps to page 1: each snapshot's element refs and URL differ.
     "b21s-browser-jobboard-next-wraps": "missed",
     # HEAD requests with a fresh cache buster each time: near-duplicates, warned only, since

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -336,4 +337,25 @@ def test_a_status_read_again_between_lookups_the_same_but_for_when_it_was_checke
     # A bank confirmation that moves on between the same reads is news.
     for index, state in zip((0, 2, 4, 6), ("awaiting_bank_confirmation", "bank_confirmed", "settling", "settled")):
         steps[index]["output"] = str(steps[index]["output"]).replace("awaiting_bank_confirmation", state)
+    assert first(replay(policy, tmp_path, steps)) is None
+
+
+def _products_page(page: int, shown: int, second: int, request: str) -> str:
+    ids = range(4410001 + 50 * (shown - 1), 4410001 + 50 * (shown - 1) + (50 if shown < 3 else 23))
+    body = json.dumps({"data": [{"id": item, "sku": f"NW-{item - 4400000}"} for item in list(ids)[:3]], "meta": {"per_page": 50, "count": len(ids)}})
+    headers = f"HTTP/1.1 200 OK\nDate: Sun, 02 Jun 2024 04:00:{second:02d} GMT\nX-Total-Count: 123\nX-Request-Id: {request}\nX-Response-Time: {60 + second}ms"
+    return f"{headers}\n\n{body}"
+
+
+def test_pages_past_the_end_clamped_to_the_last_page_are_pages_already_read(policy, tmp_path: Path) -> None:
+    url = "https://api.shopwave.io/v2/stores/st_88213/products?page={page}&per_page=50"
+    requests = ["bad879cd-b58e-4b5d-aaad-84fede418fcf", "9bbbe261-6101-4b6d-8bba-e9f032ed3dd7", "0c4f1e2a-77d1-4c0e-9a51-3f2b8d6e0a19", "5e7d9a10-2b3c-4d8e-9f01-a2b3c4d5e6f7", "1f2e3d4c-5b6a-4798-8a1b-2c3d4e5f6a7b", "aa11bb22-cc33-4d44-8e55-ff6677889900"]
+    # Three real pages (the third short), then pages 4, 5 and 6 answered with page 3 again:
+    # only the stamping headers (Date, X-Request-Id, X-Response-Time) move.
+    steps = [step("http_get", {"url": url.format(page=page)}, _products_page(page, min(page, 3), 10 + 3 * page, requests[page - 1])) for page in range(1, 7)]
+    report = replay(policy, tmp_path, steps)
+    # Page 4 is the last page again; page 5 (step 4), the second, is a replan.
+    assert first(report) == (4, "replan")
+    # The same pages with their own products each time are paging.
+    steps = [step("http_get", {"url": url.format(page=page)}, _products_page(page, page, 10 + 3 * page, requests[page - 1]).replace("4410", f"44{page}0")) for page in range(1, 7)]
     assert first(replay(policy, tmp_path, steps)) is None

@@ -2185,13 +2185,13 @@ _CACHE_HEADERS = frozenset({"age", "via", "x-cache", "x-cache-hits", "x-served-b
 
 
 def _without_stamping_headers(response: str) -> str:
-    """A printed HTTP response (lowercased) without its stamping header lines (see
-    ``_STAMPING_HEADERS``; with no body after them, the cache's headers stay)."""
+    """A printed HTTP response without its stamping header lines (see ``_STAMPING_HEADERS``;
+    with no body after them, the cache's headers stay)."""
     head, separator, rest = response.partition("\n\n")
     # Only headers (curl -I): how the response was cached is its answer (a cache probe's x-cache, age).
     dropped = _STAMPING_HEADERS if rest.strip() else _STAMPING_HEADERS - _CACHE_HEADERS
     lines = head.split("\n")
-    kept = [lines[0]] + [line for line in lines[1:] if line.partition(":")[0].strip() not in dropped]
+    kept = [lines[0]] + [line for line in lines[1:] if line.partition(":")[0].strip().lower() not in dropped]
     return "\n".join(kept) + separator + rest
 
 
@@ -2430,10 +2430,13 @@ def _names_page_position(key: str) -> bool:
 
 def _page_body(text: str, cursors: tuple[str, ...]) -> str:
     """A page as a wrapped cursor would repeat it: the cursors (with their fields) and the
-    response's own stamps (fields named like request ids and host ids, times taken) taken out. Item
+    response's own stamps (fields named like request ids and host ids, times taken, a printed
+    response's stamping headers) taken out. Item
     fields (ids, uuids, timestamps) stay: they are what tells pages apart."""
     for cursor in cursors:
         text = text.replace(cursor, "\x00")
+    if text[:5] in ("HTTP/", "http/"):
+        text = _without_stamping_headers(text)  # (a printed response's Date, X-Request-Id, ...)
     text = _QUOTED_FIELD.sub(_without_stamp, text)  # (a field goes with the comma before it)
     if "took" in text or "elapsed" in text or "time" in text or "atency" in text:
         text = _NUMBER_FIELD.sub(_without_time_taken, text)
