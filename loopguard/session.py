@@ -65,8 +65,6 @@ _DETECTOR_MESSAGES = {
 _NUDGE_COUNTER = re.compile(r"\d+\s*(?:/|of)\s*\d+|\d+(?=\s+(?:steps?|turns?|iterations?|attempts?|tries|calls?|messages?)\s+(?:left|remaining))")
 #: Words a user message needs to be a nudge when it is said again (see observe_user_message).
 NUDGE_WORDS = 10
-#: Words, at most, of a user's follow-up to announced work ("Did it go through? I don't see any email yet.").
-FOLLOW_UP_WORDS = 12
 
 
 def _text(value: Any, fallback: str = "?") -> str:
@@ -285,10 +283,10 @@ class Session:
             # and has not since: it is waiting for the agent to act, not for the next lesson.
             body = _NUDGE_COUNTER.sub("#", message_body(message)) if actions or len(message.split()) >= NUDGE_WORDS else ""
             repeated = bool(body) and body == self._user_message_body and actions == self._actions_at_user_message
-            # A short follow-up ("ok and?", "did it go through?", "hello??") to an agent that has
-            # used tools, announced work and not called a tool since, asks for what was announced:
-            # it brings no news either (the agent's announcements go on being judged together).
-            follow_up = 0 < actions == self._near_duplicate.announced_at and len(message.split()) <= FOLLOW_UP_WORDS
+            # A follow-up ("ok and?", "did it go through?", "hello??") to an agent that has used
+            # tools, announced work and not called a tool since, asks for what was announced: it
+            # brings no news either (the agent's announcements go on being judged together).
+            follow_up = not repeated and self._near_duplicate.follows_up(message, actions)
             self.user_message, self._user_message_body, self._actions_at_user_message = message, body, actions
             if is_context_summary(message):
                 # A harness's summary of the condensed context, handed in as a user message, asks
@@ -436,9 +434,14 @@ class Session:
             policy = self._current_policy()
             text = _text(text)
             if is_context_summary(text):
-                # (A harness's note that the context was condensed: a new lap.)
-                self._cycle.condensed(self._memory, said_by_agent=True)
+                # A harness's note that the context was condensed starts a new lap; it is no
+                # agent's message (said after every call, it is no monologue and no cycle step).
+                self._cycle.condensed(self._memory, said_by_agent=False)
                 self._repeat.condensed()
+                self._steps += 1
+                self.run.steps += 1
+                self.turn.steps += 1
+                return self._decide(policy, "observe", self._steps - 1, None, None, [self._stale] if self._stale is not None else [], ALLOW)
             # Case, spacing, counters and times never make a message new ("Attempt 3: ...").
             body = message_body(text)
             agent = None if agent is None else _text(agent)

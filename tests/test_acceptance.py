@@ -252,9 +252,6 @@ BLIND_EXCEPTIONS = {
     # A DAG re-triggered, its failed task's log read and re-triggered again: each trigger
     # mints a new run id and a trigger is an action, so the reads between may change.
     "b14s-dataeng-airflow-retrigger-cycle": "missed",
-    # Re-reads after a condensation (as b13s-satellite-memory-summary-redo): the second lap is
-    # stopped as it ends, its writer puts the window after the second summary.
-    "b14s-iac-audit-condense-reread-loop": "premature",
     # A circle of four agents: read when control comes around the second time (as round 12's).
     "b14s-l10n-crew-four-agent-circle": "late",
     # A student written as an agent ("student", not "user") who says "next" each time: its
@@ -359,10 +356,6 @@ BLIND_EXCEPTIONS = {
     # An ignored page parameter (pg=) whose pages differ only in the echoed URL.
     "b7-stuck-page-param-ignored": "missed",
     # Round 6 (paging and token-following, written after the cursor work):
-    # A client-side pager's "Next" click: refs renumbered on each load are set aside, but the
-    # first page came from browser_navigate and the first click followed no click, so the
-    # wrap shows only when the second page comes round (a replan at step 6; the window closes at 5).
-    "b6-stuck-wrap-browser-next-button-carousel": "late",
     # Paging backwards by a moving `latest` timestamp (as st-page-05).
     "b6-stuck-pastend-slack-latest-before-channel-created": "missed",
     # A1-notation ranges (Invoices!A77:F101) are no ranges, and a reply without `values` is not empty.
@@ -372,7 +365,8 @@ BLIND_EXCEPTIONS = {
     # Reference chains that cycle back with a fresh timing line, cookie or snapshot in each
     # reply: the outputs differ, so the cycle reads as progress.
     "b6-stuck-linked-dns-cname-loop": "missed",
-    "b6-stuck-linked-browser-next-article-cycle": "missed",
+    # (The clicks on "Next" are one call since round 21: caught at step 7, one step late.)
+    "b6-stuck-linked-browser-next-article-cycle": "late",
     # A log line "status=404" reads as a failed result, which is not stale: one step late.
     "b6-stuck-reread-sed-line-windows": "late",
     # Time bounds are filters by design (start_time), and --tail=N or a "bytes=A-B" header

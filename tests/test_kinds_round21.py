@@ -294,10 +294,10 @@ def test_work_announced_again_under_a_users_short_follow_ups_and_never_done_is_a
         "I'm just checking the depot records once more and will update you shortly.",
     ]
     report = replay(policy, tmp_path, _support_chat(replies, ["ok and?", "hello??", "is it lost or not?"]))
-    # The follow-ups ask for what was announced: they bring no news, and the fourth
-    # announcement (step 8), the third that says it again, is the agent talking instead of acting.
-    assert first(report) == (8, "replan")
-    assert signals_at(report, 8) == {"near_duplicate/reworded_message", "no_progress/reworded_message"}
+    # The follow-ups ask for what was announced: they bring no news, and the third
+    # announcement (step 6), the second that says it again, is the agent talking instead of acting.
+    assert first(report) == (6, "replan")
+    assert signals_at(report, 6) == {"near_duplicate/reworded_message", "no_progress/reworded_message"}
     # The agent acting on the follow-up (a tool call) ends the announcing.
     acted = _support_chat(replies[:1], ["ok and?"]) + [step("reschedule_delivery", {"tracking": "4471-XK", "address": "12 Ash Grove, Leeds LS6 2QT"}, '{"rescheduled": "2024-06-05"}')]
     acted += [step(None, output="Done: your parcel is rescheduled for 5 June to 12 Ash Grove.", agent="care_bot"), step(None, output="thanks!", agent="user")]
@@ -358,4 +358,21 @@ def test_pages_past_the_end_clamped_to_the_last_page_are_pages_already_read(poli
     assert first(report) == (4, "replan")
     # The same pages with their own products each time are paging.
     steps = [step("http_get", {"url": url.format(page=page)}, _products_page(page, page, 10 + 3 * page, requests[page - 1]).replace("4410", f"44{page}0")) for page in range(1, 7)]
+    assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_a_users_short_correction_after_an_announcement_is_news(policy, tmp_path: Path) -> None:
+    # (From the break-it review: corrections of two or three words are what users answer.)
+    steps: list[dict[str, object]] = [
+        step(None, output="Please reorder my last purchase.", agent="user"),
+        step("list_orders", {"customer": "cus_88120", "limit": 3}, '{"orders": [{"id": "o_771", "item": "kettle"}, {"id": "o_768", "item": "blender"}]}'),
+    ]
+    for announcement, correction in [
+        ("I'm preparing a reorder of your kettle now.", "no, the other order"),
+        ("I'm preparing a reorder of your blender now.", "two of them please"),
+        ("I'm preparing a reorder of two blenders now.", "ship to my work address"),
+        ("I'm preparing a reorder of two blenders to your work address now.", "ok"),
+    ]:
+        steps += [step(None, output=announcement, agent="shop_bot"), step(None, output=correction, agent="user")]
+    steps.append(step("create_order", {"customer": "cus_88120", "item": "blender", "quantity": 2, "address": "work"}, '{"id": "o_772", "status": "placed"}'))
     assert first(replay(policy, tmp_path, steps)) is None

@@ -664,6 +664,8 @@ def _holds_identity(value: dict[Any, Any], depth: int) -> bool:
     for key, item in list(value.items())[:50]:
         if _is_identity(key) or _defeats_cache(key, item) or (type(item) is dict and depth < 3 and _holds_identity(item, depth + 1)):
             return True
+        if key == "ref" and _is_element_ref(item, value):
+            return True
         if type(item) is str and "?" in item and _without_cache_buster(item) is not item:
             return True
     return False
@@ -756,7 +758,7 @@ def _without_identity(value: Any, depth: int) -> tuple[Any, bool]:
     # anew with the nonce ({"nonce": ..., "timestamp": 1717424834, "signature": <hex>}).
     signed = any(_is_identity(key) for key, _ in items)
     for key, item in items:
-        if _is_identity(key) or (signed and _signs_request(key, item)) or _defeats_cache(key, item):
+        if _is_identity(key) or (signed and _signs_request(key, item)) or _defeats_cache(key, item) or (key == "ref" and _is_element_ref(item, value)):
             dropped = True
             continue
         if type(item) is str and "?" in item:
@@ -769,6 +771,17 @@ def _without_identity(value: Any, depth: int) -> tuple[Any, bool]:
         if not (inner and inside == {}):  # headers that held only an identity are as none
             kept[key] = inside
     return kept, dropped
+
+
+def _is_element_ref(item: Any, arguments: dict[Any, Any]) -> bool:
+    """Whether a ``ref`` argument is a browser snapshot's handle for the element the call's
+    ``element`` argument describes (Playwright MCP's ``{"element": "Next › link", "ref":
+    "e478"}``): renumbered on each load, it names no other element, so two clicks on "Next ›"
+    are one call made again."""
+    return type(item) is str and type(arguments.get("element")) is str and _ELEMENT_HANDLE.fullmatch(item) is not None
+
+
+_ELEMENT_HANDLE = re.compile(r"[a-z]{0,3}\d{1,6}")
 
 
 #: Names of the fields that stamp or sign a request beside its identity (a nonce, a request
@@ -1191,6 +1204,10 @@ _TOOL_WORK = re.compile(
     r"(?:\b(?:i['’]ll|i will|let me|i['’]m|i am|going to|about to|proceeding to)\s+(?:now\s+|go ahead and\s+)?|(?:^|[.!?:]\s+)\W*(?:now,?\s+)?)"
     r"(?:run|running|execut(?:e|ing)|call(?:ing)?|invok(?:e|ing)|fetch(?:ing)?|load(?:ing)?|quer(?:y|ying)|"
     r"download(?:ing)?|upload(?:ing)?|deploy(?:ing)?|install(?:ing)?|merg(?:e|ing)|submit(?:ting)?|retry(?:ing)?)\b"
+    # A lookup said to be under way in the first person ("I'm still checking for known faults",
+    # "let me quickly check whether ...", "I'm looking into the depot's scans").
+    r"|\b(?:let me|i['’]m|i am|i['’]ll|i will)\s+(?:just\s+|still\s+|quickly\s+|now\s+|currently\s+)?"
+    r"(?:check(?:ing)?|look(?:ing)? into|review(?:ing)?|investigat(?:e|ing)|verify(?:ing)?|retriev(?:e|ing)|pull(?:ing)? up)\b"
 )
 #: A plan offered for permission instead of carried out (in a lowercased message).
 _ASKS_PERMISSION = re.compile(
@@ -1313,8 +1330,10 @@ class NearDuplicate:
         # calls (but to a scratchpad) made before the latest copy (see user_message_repeated).
         self._user_copies, self._actions_at_user_message = 0, -1
         # The tool calls (but to a scratchpad) made before the agent's latest message that
-        # announced work ("I'm checking the network in your area now"), or -1 (see announced_at).
+        # announced work ("I'm checking the network in your area now"), or -1, and the stems of
+        # the words its announcements since then said (see follows_up).
         self._announced_at = -1
+        self._announced_stems: set[str] = set()
         # Each tool's latest call (its output arrives on the record), to tell a cursor followed,
         # and the digests of the pages that tools reached by cursors returned.
         self._previous: dict[str, CallRecord] = {}
@@ -1417,9 +1436,12 @@ class NearDuplicate:
         speaker = (tool, record.index - self._thoughts)
         said.in_a_row = said.in_a_row + 1 if self._last_speaker == speaker else 1
         self._last_speaker = speaker
-        if _announces(text):
-            self._announced_at = speaker[1]
         words = _message_words(text)
+        if _announces(text) and "?" not in text[-200:]:  # (a question put to the user awaits its answer)
+            if self._announced_at != speaker[1]:
+                self._announced_stems = set()  # (a tool call since the last announcement: a new chain)
+            self._announced_at = speaker[1]
+            self._announced_stems |= _stems(words)
         subjects = None  # (read only when a rewording is in question: a scan of the message)
         if len(words) >= MESSAGE_WORDS:
             overlaps = [_jaccard(earlier, words) for earlier in said.words]
@@ -1852,12 +1874,17 @@ class NearDuplicate:
         self._thought_texts.clear()
         self._user_message = message
 
-    @property
-    def announced_at(self) -> int:
-        """The tool calls (but to a scratchpad) made before the agent's latest message that
-        announced work, or -1: equal to the calls made so far, the agent has announced work
-        and not called a tool since."""
-        return self._announced_at
+    def follows_up(self, message: str, actions: int) -> bool:
+        """Whether a user message only follows up on work the agent announced and has not done
+        since (``actions``: the tool calls so far but to a scratchpad): the agent has used
+        tools, its latest message announced work without asking anything, and the message,
+        short and with no figure, says nothing but what the announcements said and words of
+        asking after it ("ok and?", "hello??", "Did it go through? I don't see any email yet.",
+        "You keep saying that. Please actually book it."). A correction or an answer ("3
+        please", "no, the other order", "mornings only") is news."""
+        if not 0 < actions == self._announced_at or len(message) > FOLLOW_UP_LENGTH or _HAS_DIGIT_TEXT.search(message):
+            return False
+        return _stems(_message_words(message.lower())) <= self._announced_stems | _FOLLOW_UP_STEMS
 
     @property
     def thoughts(self) -> int:
@@ -2240,6 +2267,18 @@ def _answer_body(text: str, echoes: list[str]) -> str:
 
 
 _ANNOUNCEMENT_READ = 600  # characters of a message read for an announcement
+#: Characters, at most, of a user's follow-up to announced work (see NearDuplicate.follows_up).
+FOLLOW_UP_LENGTH = 80
+_HAS_DIGIT_TEXT = re.compile(r"\d")
+#: Words of asking after announced work, impatiently or not: a follow-up says no more than
+#: these and what the announcements said ("next" is none: it asks for the next part).
+_FOLLOW_UP_WORDS = frozenset(
+    "ok okay k so well hello hi hey still nothing yet any anything update updates news status done go ahead through "
+    "wait waiting keep keeps saying said say already actually just now whats happen happening happened going long "
+    "been again really seriously unbelievable come person human someone talk speak want see seen receive received "
+    "get got arrive arrived there not no yes yeah sure thanks thank fine great hurry quick quickly asap soon sent "
+    "email mail message confirmation notification reply response answer don t isn t didn continue proceed execute".split()
+)
 _THOUGHTS_KEPT = 8  # scratchpad entries kept since the last news
 #: The words announcements are made of, as text and as the bytes of ASCII messages' word sets.
 _ANNOUNCEMENT_TEXT = frozenset(
@@ -2265,6 +2304,9 @@ def _stems(words: frozenset[Any]) -> frozenset[str]:
                 break
         stems.add(text)
     return frozenset(stems)
+
+
+_FOLLOW_UP_STEMS = _stems(_FOLLOW_UP_WORDS)
 
 
 def _asks_anew(text: str, said: frozenset[str]) -> bool:
