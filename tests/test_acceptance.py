@@ -648,6 +648,60 @@ def test_review_cases(policy) -> None:
         "br21-c1-odd-messages": "false_alarm",
         "br21-h5-sync-each-lap-then-new-work": "ok",
         "br21-h6-user-requests-recheck-summary-wording": "false_alarm",
+        # Round 21's second break-it review (user follow-ups to announced work; 29 of 45 right
+        # before the round, 34 now, none worse).
+        "br22-h1-order-corrections": "ok",
+        "br22-h2-restaurant-corrections": "ok",
+        "br22-h3-wrong-order": "ok",
+        "br22-h4-tutor-reviews": "ok",
+        "br22-h5-tutor-run-through": "ok",
+        "br22-h6-crew-supervisor": "ok",
+        "br22-h7-announce-ok-act": "ok",
+        "br22-h8-chat-named-tools": "ok",
+        "br22-h9-calendar-negotiation": "ok",
+        "br22-h10-return-form-questions": "ok",
+        "br22-h11-supervisor-revisions": "ok",
+        "br22-h12-journal-reflection-tool": "ok",
+        "br22-h13-announce-ok-then-act-long": "ok",
+        # Follow-ups with words the announcements never said ("outage", "refund") are news.
+        "br22-s1-long-followups": "missed",
+        # Announcements are read in English only.
+        "br22-s2-spanish": "missed",
+        "br22-s3-english-agent-foreign-user": "missed",
+        # "One moment while ...", "is being looked into": no first-person announcement.
+        "br22-s4-other-wording": "missed",
+        "br22-s5-booking-passive": "missed",
+        # A 401 fixed by updating a secret the failing curl does not name: no grace (stopped at
+        # step 7; the pre-round code stopped at step 4).
+        "br22-h14-secret-rotation-restart": "false_alarm",
+        "br22-s8-steps-summary-every-call": "ok",
+        "br22-s6-chat-format-telecom": "ok",
+        "br22-s7-chat-trim-note-every-turn": "ok",
+        "br22-s7b-chat-no-notes-control": "ok",
+        # Probes of odd outputs whose announcements come from an agent that made no real tool
+        # call, or are empty: no announcement chain.
+        "br22-c0-user-output-NoneType": "missed",
+        "br22-c1-user-output-int": "ok",
+        "br22-c2-user-output-list": "ok",
+        "br22-c3-user-output-dict": "ok",
+        "br22-c4-user-output-str": "ok",
+        "br22-c5-user-output-str": "ok",
+        "br22-c6-user-output-str": "ok",
+        "br22-c7-user-output-str": "ok",
+        "br22-c8-user-output-bool": "ok",
+        "br22-c9-user-output-float": "ok",
+        "br22-d0-agent-output-NoneType": "missed",
+        "br22-d1-agent-output-int": "missed",
+        "br22-d2-agent-output-list": "ok",
+        "br22-d3-agent-output-dict": "ok",
+        "br22-d4-agent-output-str": "missed",
+        "br22-d5-agent-output-str": "missed",
+        "br22-e0-system-content": "ok",
+        "br22-e1-system-content": "ok",
+        "br22-e2-system-content": "ok",
+        "br22-e3-system-content": "ok",
+        "br22-e4-system-content": "ok",
+        "br22-e5-system-content": "ok",
     }
 
 
