@@ -376,3 +376,24 @@ def test_a_users_short_correction_after_an_announcement_is_news(policy, tmp_path
         steps += [step(None, output=announcement, agent="shop_bot"), step(None, output=correction, agent="user")]
     steps.append(step("create_order", {"customer": "cus_88120", "item": "blender", "quantity": 2, "address": "work"}, '{"id": "o_772", "status": "placed"}'))
     assert first(replay(policy, tmp_path, steps)) is None
+
+
+def test_a_continuation_token_handed_back_again_on_a_command_line_is_paging_that_does_not_advance(policy, tmp_path: Path) -> None:
+    from loopguard.detectors.near_duplicate import sends_cursor
+
+    assert sends_cursor({"command": "aws s3api list-objects-v2 --bucket raw --continuation-token 'aYkbwfrKUfYfxlgY+Xkz'"}) is True
+    assert sends_cursor({"command": "gcloud logging read 'severity>=ERROR' --page-token=CiAKGgoYK2xvZ3M"}) is True
+    assert sends_cursor({"command": "gh api repos/acme/app/issues --token ghp_1a2b3c4d5e6f7a8b"}) is False  # (a credential)
+    # A listing whose continuation token is handed back unchanged: the same page for the same
+    # token, again and again, each page appended to a manifest between.
+    token = "hDTYak6vXnTbkaagBoQliqYTUxcus"
+    listing = {"command": f"aws s3api list-objects-v2 --bucket fleet-telemetry --prefix raw/2024/11/ --max-keys 1000 --continuation-token '{token}'"}
+    page = json.dumps({"KeyCount": 1000, "IsTruncated": True, "NextContinuationToken": token, "first": "raw/2024/11/dev-000044/00.parquet"}, indent=2)
+    steps = []
+    for index in range(4):
+        steps.append(step("bash", listing, page))
+        steps.append(step("bash", {"command": "jq -r '.Contents[].Key' /tmp/page.json >> manifests/2024-11.keys && wc -l < manifests/2024-11.keys"}, str(1000 * (index + 1))))
+    report = replay(policy, tmp_path, steps)
+    # The third same page (step 4) is paging that does not advance.
+    assert first(report) == (4, "stop")
+    assert "no_progress/same_page" in signals_at(report, 4)

@@ -49,7 +49,7 @@ from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
 from ..observations import END_KEPT, MAX_COMPARED, Observation, names_duration, skeleton_digest, without_anti_forgery_token
 from ..signature import is_digest_placeholder, signature_of
-from ..tool_names import COMMAND_ARGUMENT_NAMES, NAME_LIMIT, split_name
+from ..tool_names import COMMAND_ARGUMENT_NAMES, NAME_LIMIT, operation_of, split_name
 from .base import BoundedMap, CallRecord, RunMemory, describe, resources
 
 #: Score of the pagination context signal: below any sensible warn threshold on purpose.
@@ -1778,7 +1778,12 @@ class NearDuplicate:
         (see the module docstring); a page reached through a wrapped cursor marks the call
         ``repeats_known``. Cost: two dict operations for most calls, one pass over the
         arguments when the previous call of the tool had a non-empty output."""
-        tool = record.signature.tool
+        # The tool's previous call, or for a shell command the previous of its operation: the
+        # next page's listing follows the listing, whatever commands processed the page between.
+        stats = record.stats
+        tool = stats.operation
+        if tool is None:
+            tool = stats.operation = operation_of(record.signature.tool, record.signature.arguments)  # (once per signature)
         previous_calls = self._previous
         previous = previous_calls.pop(tool, None)
         previous_calls[tool] = record  # (popped first, so the oldest entry is the tool called least lately)
@@ -2564,7 +2569,19 @@ def sends_cursor(arguments: Any) -> bool:
             words = split_name(key[:NAME_LIMIT])
             if not _CURSOR_WORDS.isdisjoint(words) and _AUTH_WORDS.isdisjoint(words):
                 return True
+        elif key in COMMAND_ARGUMENT_NAMES and type(value) is str and "--" in value:
+            # A command line's option named for one (``aws s3api list-objects-v2
+            # --continuation-token 'aYkb...'``, ``--starting-token``, ``--page-token``).
+            for option in _COMMAND_CURSOR.findall(value[:2000]):
+                words = split_name(option)
+                # (A bare --token is a credential on most command lines.)
+                if words != ["token"] and not _CURSOR_WORDS.isdisjoint(words) and _AUTH_WORDS.isdisjoint(words):
+                    return True
     return False
+
+
+# A command line's long option and a value that could be a cursor (8 or more characters).
+_COMMAND_CURSOR = re.compile(r"""--([a-z][\w-]{0,40})[= ]+['"]?[^\s'"]{8,}""")
 
 
 _AUTH_WORDS = frozenset({"access", "auth", "bearer", "api", "refresh", "id", "session", "csrf", "oauth"})
