@@ -234,6 +234,34 @@ BLIND_EXCEPTIONS = {
     "b21s-ap-invoice-rounding-reexplained": "missed",
     # A research lap redone after each summary: seen in the third lap (step 17), a lap late.
     "b21s-research-summary-memory-relap": "late",
+    # Round 22 (the five held-back kinds and their healthy look-alikes, written against this
+    # session's code midway: 6 of 20 stuck and 19 of 20 healthy runs judged right by the
+    # session-start code, 10 of 20 and 20 of 20 now).
+    # A pair of reads (pods, previous logs) between other reads: restart counts, ages and log
+    # times move, so the answers read as news (warned only).
+    "b22s-k8s-crashloop-pods-logs-cycle": "missed",
+    # The same validation alert after each submit, with fields typed between (changes): a
+    # replan at the fifth submit (step 14).
+    "b22s-permit-portal-submit-without-parcel": "late",
+    # A last bundle whose next link points to offset 0: each page read again is staged again
+    # between (a change), so the re-reads are only warned.
+    "b22s-fhir-next-link-wraps": "missed",
+    # A browser's Next link back to page 1, each page's items appended to a sheet between.
+    "b22s-wholesale-catalog-next-wraps": "missed",
+    # Reworded searches answered with the same papers shuffled (as b20s-neardup-reworded-...).
+    "b22s-s2-reworded-dti-queries": "missed",
+    # A permanent 404 retried with the id reformatted each time: each is another target.
+    "b22s-parcel-404-nonce-retries": "missed",
+    # Reworded LogQL queries with empty answers: each query reads as another question.
+    "b22s-loki-timeout-query-variants": "missed",
+    # The build redone after each compaction: a replan at its third failure (step 22).
+    "b22s-claude-code-compaction-dbt-redo": "late",
+    # A translation lap redone after each truncation: the first lap redone is recovery, so the
+    # stop comes in the third (step 18).
+    "b22s-cline-truncation-retranslate-de": "late",
+    # init, validate and plan redone after each summary: their answers move (timings, a
+    # refreshed state), so the laps read as news.
+    "b22s-terraform-summary-replan-cycle": "missed",
     # Round 16 (the issue's five held-back kinds and their healthy look-alikes, written against
     # the round-15 code: 14 of 26 stuck and 21 of 26 healthy runs judged right when written,
     # 23 of 26 and 26 of 26 now).
@@ -380,9 +408,9 @@ BLIND_EXCEPTIONS = {
 @pytest.mark.parametrize("label", ["stuck", "healthy"])
 def test_blind_cases_of_each_kind(policy, label: str) -> None:
     """Labelled runs written for this project by people who did not read the detectors
-    (586 stuck, 652 healthy, written round after round), judged as cases/README.md judges."""
+    (606 stuck, 672 healthy, written round after round), judged as cases/README.md judges."""
     judged = judgements(replay_file(policy, KINDS / f"blind_{label}.json"))
-    assert len(judged) == {"stuck": 586, "healthy": 652}[label]
+    assert len(judged) == {"stuck": 606, "healthy": 672}[label]
     assert {run_id: value for run_id, value in judged.items() if value != "ok"} == {
         run_id: value for run_id, value in BLIND_EXCEPTIONS.items() if run_id in judged
     }
