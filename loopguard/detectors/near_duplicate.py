@@ -1780,10 +1780,11 @@ class NearDuplicate:
         arguments when the previous call of the tool had a non-empty output."""
         # The tool's previous call, or for a shell command the previous of its operation: the
         # next page's listing follows the listing, whatever commands processed the page between.
-        stats = record.stats
-        tool = stats.operation
-        if tool is None:
-            tool = stats.operation = operation_of(record.signature.tool, record.signature.arguments)  # (once per signature)
+        tool, arguments = record.signature.tool, record.signature.arguments
+        if type(arguments) is dict and not arguments.keys().isdisjoint(COMMAND_ARGUMENT_NAMES):
+            stats = record.stats
+            tool = stats.operation or operation_of(tool, arguments)
+            stats.operation = tool  # (read once per signature)
         previous_calls = self._previous
         previous = previous_calls.pop(tool, None)
         previous_calls[tool] = record  # (popped first, so the oldest entry is the tool called least lately)
