@@ -272,7 +272,7 @@ _COUNT_WORDS = frozenset({"count", "total", "num", "number"})
 _DATA, _ENVELOPE_ONLY, _EMPTY_ANSWER = 0, 1, 2
 #: Words of keys whose object describes the response, whatever it holds (boto3's ResponseMetadata,
 #: HTTP headers).
-_RESPONSE_DESCRIPTIONS = frozenset({"metadata", "headers", "quota"})  # (a quota: what the request cost, "propertyQuota")
+_RESPONSE_DESCRIPTIONS = frozenset({"metadata", "headers", "quota", "stats", "statistics"})  # (a quota: what the request cost, "propertyQuota"; a query's execution stats)
 
 
 def _says_empty(stripped: str, ascii_text: bool) -> bool:

@@ -397,3 +397,12 @@ def test_a_continuation_token_handed_back_again_on_a_command_line_is_paging_that
     # The third same page (step 4) is paging that does not advance.
     assert first(report) == (4, "stop")
     assert "no_progress/same_page" in signals_at(report, 4)
+
+
+def test_an_empty_log_query_with_its_execution_stats_is_an_empty_answer() -> None:
+    from loopguard.observations import observe
+
+    loki = {"status": "success", "data": {"resultType": "streams", "result": [], "stats": {"summary": {"bytesProcessedPerSecond": 202419869, "totalLinesProcessed": 7438395, "execTime": 8.7}}}}
+    assert observe(json.dumps(loki)).empty is True
+    # A stats object is data when the answer is only it.
+    assert observe(json.dumps({"status": "success", "stats": {"visits": 120, "bounce_rate": 0.41}})).empty is False
