@@ -240,9 +240,9 @@ BLIND_EXCEPTIONS = {
     # A pair of reads (pods, previous logs) between other reads: restart counts, ages and log
     # times move, so the answers read as news (warned only).
     "b22s-k8s-crashloop-pods-logs-cycle": "missed",
-    # The same validation alert after each submit, with fields typed between (changes): a
-    # replan at the fifth submit (step 14).
-    "b22s-permit-portal-submit-without-parcel": "late",
+    # The same validation alert after each submit, with fields typed between (changes): the
+    # submit clicks' refs differ each time, so they are other calls (warned only).
+    "b22s-permit-portal-submit-without-parcel": "missed",
     # A last bundle whose next link points to offset 0: each page read again is staged again
     # between (a change), so the re-reads are only warned.
     "b22s-fhir-next-link-wraps": "missed",
@@ -384,6 +384,12 @@ BLIND_EXCEPTIONS = {
     # An ignored page parameter (pg=) whose pages differ only in the echoed URL.
     "b7-stuck-page-param-ignored": "missed",
     # Round 6 (paging and token-following, written after the cursor work):
+    # A client-side pager's "Next" click: refs renumbered on each load are set aside, but the
+    # first page came from browser_navigate and the first click followed no click, so the
+    # wrap shows only when the second page comes round (a replan at step 6; the window closes at 5).
+    # (Taking a ref beside an element's description as a handle caught it in window, but made
+    # "Load more" and "Add to cart" clicks that advance read as one call: tried in round 21, reverted.)
+    "b6-stuck-wrap-browser-next-button-carousel": "late",
     # Paging backwards by a moving `latest` timestamp (as st-page-05).
     "b6-stuck-pastend-slack-latest-before-channel-created": "missed",
     # A1-notation ranges (Invoices!A77:F101) are no ranges, and a reply without `values` is not empty.
@@ -393,8 +399,7 @@ BLIND_EXCEPTIONS = {
     # Reference chains that cycle back with a fresh timing line, cookie or snapshot in each
     # reply: the outputs differ, so the cycle reads as progress.
     "b6-stuck-linked-dns-cname-loop": "missed",
-    # (The clicks on "Next" are one call since round 21: caught at step 7, one step late.)
-    "b6-stuck-linked-browser-next-article-cycle": "late",
+    "b6-stuck-linked-browser-next-article-cycle": "missed",
     # A log line "status=404" reads as a failed result, which is not stale: one step late.
     "b6-stuck-reread-sed-line-windows": "late",
     # Time bounds are filters by design (start_time), and --tail=N or a "bytes=A-B" header
@@ -730,6 +735,39 @@ def test_review_cases(policy) -> None:
         "br22-e3-system-content": "ok",
         "br22-e4-system-content": "ok",
         "br22-e5-system-content": "ok",
+        # Round 21's third break-it review (response stamps, stamping headers in pages, element
+        # refs, command-line cursors): 14 of 22 right on the session-start code, 13 now (one
+        # healthy run worse, the audit pages; the element-ref change that made three others
+        # worse was reverted).
+        "br23-monitor-checked-at-watch-window": "ok",
+        "br23-wait-for-checked-at-to-advance": "ok",
+        "br23-pegged-fx-as-of-dates": "ok",
+        "br23-feed-refresh-fetched-at-verify": "ok",
+        # A status re-read between order lookups, warned only (the control with checked_at too).
+        "br23-refund-recheck-last-checked": "missed",
+        "br23-refund-recheck-check-time": "missed",
+        "br23-refund-recheck-as-of-time": "missed",
+        "br23-refund-recheck-checked-at-CONTROL": "missed",
+        "br23-two-service-watch-checked-at": "ok",
+        # Two services checked in turn, no wait between, only checked_at moving (older than this round).
+        "br23-two-service-watch-checked-at-nosleep": "false_alarm",
+        "br23-browser-load-more-minimal-output": "ok",
+        "br23-browser-five-checkboxes-same-description": "ok",
+        "br23-browser-add-to-cart-three-products": "ok",
+        "br23-browser-next-click-then-extract": "ok",
+        # Older Playwright refs (s2e45) and a Next click whose reply shows no page.
+        "br23-browser-carousel-legacy-refs": "missed",
+        "br23-http-event-feed-long-poll": "ok",
+        # Audit pages whose rows have no id or time: with their stamping headers and positions set
+        # aside they are one page (borderline: real audit rows carry both).
+        "br23-http-audit-pages-repetitive-rows": "false_alarm",
+        # Stripe's Request-Id and Kong's latency headers are no known stamping headers.
+        "br23-http-clamp-stripe-style-headers": "missed",
+        "br23-cli-private-token-poll": "ok",
+        "br23-cli-two-buckets-interleaved-tokens": "ok",
+        # --starting-after names no cursor word.
+        "br23-cli-stripe-starting-after-cycle": "missed",
+        "br23-cli-gcloud-page-token-cycle": "ok",
     }
 
 

@@ -108,12 +108,11 @@ def test_a_browser_page_served_again_with_its_element_refs_renumbered_is_a_page_
         ref += 50
         steps.append(step("browser_click", {"element": "Next » pagination link", "ref": f"e{following}"}, _snapshot(page, ref)))
     report = replay(policy, tmp_path, steps)
-    # The clicks on "Next »" are one call made again (a ref is the snapshot's handle for the
-    # element the call describes): the click at step 4 shows page 2 again, the answer the
-    # click at step 1 got, and the one at step 5 page 3 again, two pages in a row that brought
-    # nothing new (round 21; before, a step later, by the refs the clicks followed).
-    assert first(report) == (5, "replan")
-    assert signals_at(report, 5) == {"near_duplicate/reworded_call", "no_progress/reread"}
+    # A click follows a ref of the page the previous click showed: the click at step 5 follows
+    # one from page 2 again (first shown at step 1), and the next one, from page 3 again,
+    # makes two pages in a row that brought nothing new.
+    assert first(report) == (6, "replan")
+    assert signals_at(report, 6) == {"near_duplicate/pagination", "no_progress/reread"}
 
 
 def test_a_write_that_says_it_changed_nothing_is_told_by_its_reply() -> None:

@@ -664,8 +664,6 @@ def _holds_identity(value: dict[Any, Any], depth: int) -> bool:
     for key, item in list(value.items())[:50]:
         if _is_identity(key) or _defeats_cache(key, item) or (type(item) is dict and depth < 3 and _holds_identity(item, depth + 1)):
             return True
-        if key == "ref" and _is_element_ref(item, value):
-            return True
         if type(item) is str and "?" in item and _without_cache_buster(item) is not item:
             return True
     return False
@@ -758,7 +756,7 @@ def _without_identity(value: Any, depth: int) -> tuple[Any, bool]:
     # anew with the nonce ({"nonce": ..., "timestamp": 1717424834, "signature": <hex>}).
     signed = any(_is_identity(key) for key, _ in items)
     for key, item in items:
-        if _is_identity(key) or (signed and _signs_request(key, item)) or _defeats_cache(key, item) or (key == "ref" and _is_element_ref(item, value)):
+        if _is_identity(key) or (signed and _signs_request(key, item)) or _defeats_cache(key, item):
             dropped = True
             continue
         if type(item) is str and "?" in item:
@@ -771,17 +769,6 @@ def _without_identity(value: Any, depth: int) -> tuple[Any, bool]:
         if not (inner and inside == {}):  # headers that held only an identity are as none
             kept[key] = inside
     return kept, dropped
-
-
-def _is_element_ref(item: Any, arguments: dict[Any, Any]) -> bool:
-    """Whether a ``ref`` argument is a browser snapshot's handle for the element the call's
-    ``element`` argument describes (Playwright MCP's ``{"element": "Next › link", "ref":
-    "e478"}``): renumbered on each load, it names no other element, so two clicks on "Next ›"
-    are one call made again."""
-    return type(item) is str and type(arguments.get("element")) is str and _ELEMENT_HANDLE.fullmatch(item) is not None
-
-
-_ELEMENT_HANDLE = re.compile(r"[a-z]{0,3}\d{1,6}")
 
 
 #: Names of the fields that stamp or sign a request beside its identity (a nonce, a request
