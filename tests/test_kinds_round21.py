@@ -406,3 +406,14 @@ def test_an_empty_log_query_with_its_execution_stats_is_an_empty_answer() -> Non
     assert observe(json.dumps(loki)).empty is True
     # A stats object is data when the answer is only it.
     assert observe(json.dumps({"status": "success", "stats": {"visits": 120, "bounce_rate": 0.41}})).empty is False
+
+
+def test_a_page_clamped_past_the_end_is_a_page_already_read_whatever_headers_stamp_it(policy, tmp_path: Path) -> None:
+    def page(number: int) -> str:
+        shown = min(number, 3)
+        rows = json.dumps({"data": [{"id": f"cus_{shown}{item:02d}"} for item in range(3)], "has_more": number < 3})
+        return f"HTTP/1.1 200 OK\nDate: Sat, 01 Jun 2024 10:00:0{number} GMT\nRequest-Id: req_{number}Xk29aQ{number}\nX-Kong-Upstream-Latency: {40 + number}\n\n{rows}"
+
+    # No field says where a page is; only Stripe's and Kong's headers stamp the pages past 3.
+    steps = [step("http_get", {"url": f"https://api.example.com/v1/customers?page={number}"}, page(number)) for number in range(1, 6)]
+    assert first(replay(policy, tmp_path, steps)) == (4, "replan")

@@ -1733,7 +1733,9 @@ class NearDuplicate:
             self._range_pages.put(record.sequence, pages)
         positions = pages.positions
         if positions is None and not observation.end:
-            page = observation.exact
+            # Without the response's own stamps (a clamped page served again has a new date and
+            # request id), which only a printed response or quoted fields can hold.
+            page = hash(_page_body(text, ())) if text[:5] in ("HTTP/", "http/") or '"' in text or "'" in text else observation.exact
         else:
             # Without positions and the response's own stamps (request ids); a longer page by its
             # head, its end and its middle (see Observation.middle).
@@ -2196,12 +2198,13 @@ _STAMPING_HEADERS = frozenset(
     "x-amz-request-id x-amz-id-2 x-amz-cf-id x-amz-cf-pop cf-ray x-trace-id x-b3-traceid traceparent x-runtime "
     "x-response-time x-envoy-upstream-service-time x-github-request-id x-ratelimit-remaining x-ratelimit-reset "
     "x-rate-limit-remaining x-rate-limit-reset ratelimit-remaining ratelimit-reset x-ratelimit-used "
-    "x-shopify-shop-api-call-limit set-cookie".split()
+    "x-shopify-shop-api-call-limit set-cookie request-id x-correlation-id x-kong-upstream-latency x-kong-proxy-latency "
+    "x-kong-request-id cf-cache-status x-vercel-id x-vercel-cache".split()
 )
 
 
 #: The stamping headers that say how a response was cached.
-_CACHE_HEADERS = frozenset({"age", "via", "x-cache", "x-cache-hits", "x-served-by", "x-timer"})
+_CACHE_HEADERS = frozenset({"age", "via", "x-cache", "x-cache-hits", "x-served-by", "x-timer", "cf-cache-status", "x-vercel-cache"})
 
 
 def _without_stamping_headers(response: str) -> str:
@@ -2562,12 +2565,15 @@ def sends_cursor(arguments: Any) -> bool:
             # --continuation-token 'aYkb...'``, ``--starting-token``, ``--page-token``).
             for option in _COMMAND_CURSOR.findall(value[:2000]):
                 words = split_name(option)
-                # (A bare --token is a credential on most command lines.)
-                if words != ["token"] and not _CURSOR_WORDS.isdisjoint(words) and _AUTH_WORDS.isdisjoint(words):
+                # (A bare --token is a credential on most command lines; Stripe's CLI pages
+                # with --starting-after and --ending-before.)
+                if (words != ["token"] and not _CURSOR_WORDS.isdisjoint(words) and _AUTH_WORDS.isdisjoint(words)) or words in _CURSOR_OPTIONS:
                     return True
     return False
 
 
+#: Command-line options (as words) that send a cursor though they name none.
+_CURSOR_OPTIONS = (["starting", "after"], ["ending", "before"])
 # A command line's long option and a value that could be a cursor (8 or more characters).
 _COMMAND_CURSOR = re.compile(r"""--([a-z][\w-]{0,40})[= ]+['"]?[^\s'"]{8,}""")
 
