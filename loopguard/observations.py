@@ -144,7 +144,9 @@ def is_context_summary(text: str) -> bool:
     that ran out of context"). Harnesses say so first: only the first 120 characters are read
     (an agent's report that mentions it later is no condensation). Only nouns and past forms
     count: "Please summarize the conversation" is a request, not a summary."""
-    return _CONTEXT_SUMMARY.search(text[:120].lower()) is not None
+    head = text[:120].lower()
+    # (Most messages hold none of these words: the pattern's search is skipped for them.)
+    return _CONTEXT_SUMMARY_HINT.search(head) is not None and _CONTEXT_SUMMARY.search(head) is not None
 
 
 def message_body(text: str) -> str:
@@ -743,6 +745,8 @@ _CONTEXT_SUMMARY = re.compile(
     rf"|\b(?:summary|{_CONDENSED_WORDS})\b[^.\n]{{0,60}}?\b(?:(?:earlier|previous|prior|older) (?:conversation|turns|messages|events|exchanges|context)|(?:conversation|context) (?:so far|to date)|context|history)\b"
     r"|\bcondensation|condensed_history|forgotten_event|ran out of context|\bcontext (?:limit|window) (?:reached|exceeded|at \d)"
 )
+# Words one of which every context summary _CONTEXT_SUMMARY finds holds.
+_CONTEXT_SUMMARY_HINT = re.compile(r"summar|condens|compact|compress|trimmed|truncat|removed|replaced|forgotten|dropped|ran out of context|context (?:limit|window)")
 # Context overflow is a failure of the step wherever it is said (the condensation-loop kind).
 _CONTEXT_OVERFLOW = re.compile(r"\b(?:context (?:window|length) (?:exceeded|overflow)|maximum context length|prompt is too long|token limit exceeded)\b")
 _LEADING = " \t\n\"'[({:-"

@@ -1316,11 +1316,12 @@ class NearDuplicate:
         # Copies in a row of the user's latest message with no tool call between, and the tool
         # calls (but to a scratchpad) made before the latest copy (see user_message_repeated).
         self._user_copies, self._actions_at_user_message = 0, -1
-        # The tool calls (but to a scratchpad) made before the agent's latest message that
-        # announced work ("I'm checking the network in your area now"), or -1, and the stems of
-        # the words its announcements since then said (see follows_up).
-        self._announced_at = -1
-        self._announced_stems: set[str] = set()
+        # The tool calls (but to a scratchpad) made before the agent's latest message, or -1,
+        # the messages since then (text and words), and the stems of those that announced work
+        # ("I'm checking the network in your area now"), once a follow-up asked (see follows_up).
+        self._said_at = -1
+        self._said_since_call: deque[tuple[str, frozenset[Any]]] = deque(maxlen=_ANNOUNCEMENTS_KEPT)
+        self._announced_stems: frozenset[str] | None = None
         # Each tool's latest call (its output arrives on the record), to tell a cursor followed,
         # and the digests of the pages that tools reached by cursors returned.
         self._previous: dict[str, CallRecord] = {}
@@ -1424,11 +1425,12 @@ class NearDuplicate:
         said.in_a_row = said.in_a_row + 1 if self._last_speaker == speaker else 1
         self._last_speaker = speaker
         words = _message_words(text)
-        if _announces(text) and "?" not in text[-200:]:  # (a question put to the user awaits its answer)
-            if self._announced_at != speaker[1]:
-                self._announced_stems = set()  # (a tool call since the last announcement: a new chain)
-            self._announced_at = speaker[1]
-            self._announced_stems |= _stems(words)
+        # The messages since the latest tool call, read for announcements only if a follow-up
+        # comes (see follows_up).
+        if self._said_at != speaker[1]:
+            self._said_at, self._said_since_call = speaker[1], deque(maxlen=_ANNOUNCEMENTS_KEPT)
+        self._said_since_call.append((text, words))
+        self._announced_stems = None
         subjects = None  # (read only when a rewording is in question: a scan of the message)
         if len(words) >= MESSAGE_WORDS:
             overlaps = [_jaccard(earlier, words) for earlier in said.words]
@@ -1877,9 +1879,14 @@ class NearDuplicate:
         asking after it ("ok and?", "hello??", "Did it go through? I don't see any email yet.",
         "You keep saying that. Please actually book it."). A correction or an answer ("3
         please", "no, the other order", "mornings only") is news."""
-        if not 0 < actions == self._announced_at or len(message) > FOLLOW_UP_LENGTH or _HAS_DIGIT_TEXT.search(message):
+        if not 0 < actions == self._said_at or len(message) > FOLLOW_UP_LENGTH or _HAS_DIGIT_TEXT.search(message):
             return False
-        return _stems(_message_words(message.lower())) <= self._announced_stems | _FOLLOW_UP_STEMS
+        said = self._announced_stems
+        if said is None:
+            # (A question put to the user awaits its answer: a message that asks one announces nothing.)
+            announced = [words for text, words in self._said_since_call if _announces(text) and "?" not in text[-200:]]
+            said = self._announced_stems = _stems(frozenset().union(*announced)) | _FOLLOW_UP_STEMS if announced else frozenset()
+        return bool(said) and _stems(_message_words(message.lower())) <= said
 
     @property
     def thoughts(self) -> int:
@@ -2263,6 +2270,8 @@ def _answer_body(text: str, echoes: list[str]) -> str:
 
 
 _ANNOUNCEMENT_READ = 600  # characters of a message read for an announcement
+#: An agent's messages since its latest tool call that are read for announcements (the latest).
+_ANNOUNCEMENTS_KEPT = 16
 #: Characters, at most, of a user's follow-up to announced work (see NearDuplicate.follows_up).
 FOLLOW_UP_LENGTH = 80
 _HAS_DIGIT_TEXT = re.compile(r"\d")
