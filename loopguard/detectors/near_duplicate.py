@@ -1884,7 +1884,7 @@ class NearDuplicate:
         said = self._announced_stems
         if said is None:
             # (A question put to the user awaits its answer: a message that asks one announces nothing.)
-            announced = [words for text, words in self._said_since_call if _announces(text) and "?" not in text[-200:]]
+            announced = [words for text, words in self._said_since_call if "?" not in text[-200:] and _announces(text)]
             said = self._announced_stems = _stems(frozenset().union(*announced)) | _FOLLOW_UP_STEMS if announced else frozenset()
         return bool(said) and _stems(_message_words(message.lower())) <= said
 
