@@ -1771,11 +1771,13 @@ class NearDuplicate:
         arguments when the previous call of the tool had a non-empty output."""
         # The tool's previous call, or for a shell command the previous of its operation: the
         # next page's listing follows the listing, whatever commands processed the page between.
-        tool, arguments = record.signature.tool, record.signature.arguments
-        if type(arguments) is dict and not arguments.keys().isdisjoint(COMMAND_ARGUMENT_NAMES):
-            stats = record.stats
-            tool = stats.operation or operation_of(tool, arguments)
-            stats.operation = tool  # (read once per signature)
+        stats = record.stats
+        tool = stats.operation
+        if tool is None:  # (read once per signature)
+            tool, arguments = record.signature.tool, record.signature.arguments
+            if type(arguments) is dict and not arguments.keys().isdisjoint(COMMAND_ARGUMENT_NAMES):
+                tool = operation_of(tool, arguments)
+            stats.operation = tool
         previous_calls = self._previous
         previous = previous_calls.pop(tool, None)
         previous_calls[tool] = record  # (popped first, so the oldest entry is the tool called least lately)
