@@ -291,7 +291,7 @@ class Session:
             if is_context_summary(message):
                 # A harness's summary of the condensed context, handed in as a user message, asks
                 # for nothing new: the detectors go on, and a new lap starts (see Cycle.condensed).
-                self._cycle.condensed(self._memory, said_by_agent=False)
+                self._cycle.condensed(self._memory)
                 self._repeat.condensed()
                 return
             if repeated or follow_up:
@@ -436,7 +436,7 @@ class Session:
             if is_context_summary(text):
                 # A harness's note that the context was condensed starts a new lap; it is no
                 # agent's message (said after every call, it is no monologue and no cycle step).
-                self._cycle.condensed(self._memory, said_by_agent=False)
+                self._cycle.condensed(self._memory)
                 self._repeat.condensed()
                 self._steps += 1
                 self.run.steps += 1

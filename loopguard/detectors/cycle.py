@@ -33,8 +33,8 @@ class Cycle:
         self._turn_start = 0
         self._next_index = 0
         # Laps between context condensations (see condensed): the current lap's number, the
-        # latest two laps each call was made in, and the calls made again in this lap that
-        # were made in the two laps before it with the same answers.
+        # latest two laps each call was made in, and the tools of this lap's calls that were
+        # made in the two laps before it (see _made_in_lap).
         self._lap = 0
         self._laps_made: BoundedMap[int, tuple[int, int]] | None = None
         self._redone: list[str] = []
@@ -114,14 +114,12 @@ class Cycle:
                 )
         return None
 
-    def condensed(self, memory: RunMemory, said_by_agent: bool) -> None:
+    def condensed(self, memory: RunMemory) -> None:
         """The agent's context was condensed (a harness summarised or dropped earlier turns): a
         new lap starts. An agent that redoes, after each of two condensations, calls it made
         before them goes round the same lap (the condensation-loop kind: the summary loses what
         was done, so the work is done again). The first lap after one condensation may be the
-        agent finding its bearings again, so it takes a third. ``said_by_agent``: the summary
-        came as an agent's message (kept in the window of calls as the message's pseudo-call),
-        not as a user message."""
+        agent finding its bearings again, so it takes a third."""
         if self._laps_made is None:
             # The calls before the first condensation, from the run memory: lap 0.
             self._laps_made = laps_made = BoundedMap(_LAPS_REMEMBERED)
@@ -131,11 +129,10 @@ class Cycle:
         self._lap += 1
         self._redone = []
         self._redone_changes = 0
-        if not said_by_agent:
-            # The condensation parts the window's calls, as the summary does when an agent's
-            # message says it: a lap made again across it is judged the same either way.
-            self._keys.append(_CONDENSATION)
-            self._tools.append("context condensation")
+        # The condensation parts the window's calls: a lap made again across it is this
+        # check's to judge, not a short cycle's.
+        self._keys.append(_CONDENSATION)
+        self._tools.append("context condensation")
 
     def _pending_in_laps(self, record: CallRecord, memory: RunMemory) -> Signal | None:
         redone = self._made_in_lap(record, memory)

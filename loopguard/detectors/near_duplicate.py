@@ -1876,7 +1876,8 @@ class NearDuplicate:
     def follows_up(self, message: str, actions: int) -> bool:
         """Whether a user message only follows up on work the agent announced and has not done
         since (``actions``: the tool calls so far but to a scratchpad): the agent has used
-        tools, its latest message announced work without asking anything, and the message,
+        tools, a message of its since its latest tool call announced work without asking
+        anything, and the message,
         short and with no figure, says nothing but what the announcements said and words of
         asking after it ("ok and?", "hello??", "Did it go through? I don't see any email yet.",
         "You keep saying that. Please actually book it."). A correction or an answer ("3
