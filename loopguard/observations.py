@@ -36,7 +36,8 @@ END_KEPT = 256
 
 # All volatile parts contain a digit, so text without digits skips every pattern below;
 # patterns run on lowercased text (case-sensitive matching is much faster in ``re``).
-_HAS_DIGIT = re.compile(r"\d")
+#: Any digit (of any script): ``HAS_DIGIT.search(text)`` tells whether a text holds one.
+HAS_DIGIT = re.compile(r"\d")
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 _TIMESTAMP = re.compile(
     r"\b\d{4}-\d\d-\d\d[t ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:z|[+-]\d\d:?\d\d)?\b|\b\d{1,2}:\d\d:\d\d(?:\.\d+)?\b"
@@ -156,7 +157,7 @@ def message_body(text: str) -> str:
     "report_q3.csv" are two messages)."""
     text = " ".join(text[:2048].lower().split())
     ascii_text = text.isascii()
-    if _ASCII_DIGITS.isdisjoint(text) if ascii_text else _HAS_DIGIT.search(text) is None:
+    if _ASCII_DIGITS.isdisjoint(text) if ascii_text else HAS_DIGIT.search(text) is None:
         return text
     if text.count("-") >= 4:
         text = (_UUID_ASCII if ascii_text else _UUID).sub("<uuid>", text)
@@ -231,7 +232,7 @@ TOKEN_LENGTH_SLACK = 16  # characters by which two pages alike but for an anti-f
 def _normalize(text: str) -> str:
     text = text.lower()
     ascii_text = text.isascii()
-    if _ASCII_DIGITS.isdisjoint(text) if ascii_text else _HAS_DIGIT.search(text) is None:
+    if _ASCII_DIGITS.isdisjoint(text) if ascii_text else HAS_DIGIT.search(text) is None:
         return " ".join(text.split())
     if text.count("-") >= 4:
         text = (_UUID_ASCII if ascii_text else _UUID).sub("<uuid>", text)
@@ -243,7 +244,7 @@ def _normalize(text: str) -> str:
     tokens = text.split()
     previous = ""
     for index, token in enumerate(tokens):
-        if (not _ASCII_DIGITS.isdisjoint(token)) if ascii_text else _HAS_DIGIT.search(token) is not None:
+        if (not _ASCII_DIGITS.isdisjoint(token)) if ascii_text else HAS_DIGIT.search(token) is not None:
             tokens[index] = _volatile_token(token, previous)
         previous = token
     return " ".join(tokens)

@@ -29,7 +29,7 @@ import re
 from typing import Any
 
 from ..decisions import Signal
-from ..observations import DETERMINISTIC, PERMANENT, REFUSED, RETRYABLE, Observation, failure_line, is_not_found
+from ..observations import DETERMINISTIC, HAS_DIGIT, PERMANENT, REFUSED, RETRYABLE, Observation, failure_line, is_not_found
 from ..policy.schema import FailureDetector
 from ..tool_names import split_name
 from .base import BoundedMap, CallRecord, RunMemory, SignatureStats, describe
@@ -143,7 +143,7 @@ class Failure:
             observation.failure_class == RETRYABLE
             and ("ime" in text or "IME" in text or "eadline" in text or "EADLINE" in text)  # (cheap tests first: most retries are no timeouts)
             and _TIMED_OUT.search(text[:2000].lower())
-            and _ANY_DIGIT.search(text) is not None
+            and HAS_DIGIT.search(text) is not None
         ):
             # A wait that timed out while what it waits for moved on ("1 of 4 updated replicas
             # are available", then "2 of 4") is a poll that advances: its count starts again.
@@ -351,7 +351,6 @@ def _excerpt(text: str, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-_ANY_DIGIT = re.compile(r"\d")
 _TIMED_OUT = re.compile(r"\btim(?:ed|ing) out\b|\btimeout\b|deadline exceeded")
 # A progress counter: "2 of 4", "2 out of 4", "2/4", "40%" (not a retry's own count: "retry
 # 2/5", "attempt 2 of 3").

@@ -47,7 +47,7 @@ from urllib.parse import parse_qsl, quote_plus, urlsplit
 
 from ..decisions import Signal
 from ..policy.schema import NearDuplicateDetector
-from ..observations import END_KEPT, MAX_COMPARED, Observation, names_duration, skeleton_digest, without_anti_forgery_token
+from ..observations import END_KEPT, HAS_DIGIT, MAX_COMPARED, Observation, names_duration, skeleton_digest, without_anti_forgery_token
 from ..signature import is_digest_placeholder, signature_of
 from ..tool_names import COMMAND_ARGUMENT_NAMES, NAME_LIMIT, operation_of, split_name
 from .base import BoundedMap, CallRecord, RunMemory, describe, resources
@@ -1882,7 +1882,7 @@ class NearDuplicate:
         asking after it ("ok and?", "hello??", "Did it go through? I don't see any email yet.",
         "You keep saying that. Please actually book it."). A correction or an answer ("3
         please", "no, the other order", "mornings only") is news."""
-        if not 0 < actions == self._said_at or len(message) > FOLLOW_UP_LENGTH or _HAS_DIGIT_TEXT.search(message):
+        if not 0 < actions == self._said_at or len(message) > FOLLOW_UP_LENGTH or HAS_DIGIT.search(message):
             return False
         said = self._announced_stems
         if said is None:
@@ -2277,7 +2277,6 @@ _ANNOUNCEMENT_READ = 600  # characters of a message read for an announcement
 _ANNOUNCEMENTS_KEPT = 16
 #: Characters, at most, of a user's follow-up to announced work (see NearDuplicate.follows_up).
 FOLLOW_UP_LENGTH = 80
-_HAS_DIGIT_TEXT = re.compile(r"\d")
 #: Words of asking after announced work, impatiently or not: a follow-up says no more than
 #: these and what the announcements said ("next" is none: it asks for the next part).
 _FOLLOW_UP_WORDS = frozenset(
